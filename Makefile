@@ -1,0 +1,29 @@
+# Two commands on a fresh machine: `make run` and `make test`. Everything installs into .venv.
+PYTHON ?= python3.11
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: install run demo test bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --upgrade pip
+	# torch 2.13.0 is the local CPU build (pip's find-links); a looser spec would pull a CUDA build
+	$(PY) -m pip install "torch==2.13.0"
+	$(PY) -m pip install -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(PY) -m workers.stack
+
+demo: install
+	$(PY) -m workers.demo
+
+test: install
+	$(PY) -m pytest
+
+clean:
+	rm -rf $(VENV) var

@@ -1,0 +1,18 @@
+"""The periodic maintenance schedule. Every entry names its queue and an ``expires``: a run that
+could not start in time is dropped rather than piling up behind a stalled worker."""
+
+from __future__ import annotations
+
+from memory.settings import Settings
+
+
+def schedule(settings: Settings) -> dict[str, dict]:
+    every = max(30.0, settings.redrive_after_s / 2)
+    return {
+        "redrive-stale-jobs": {
+            "task": "memory.redrive",
+            "schedule": every,
+            "kwargs": {"dry_run": False, "limit": 500},
+            "options": {"queue": "maintenance", "expires": every * 0.9},
+        },
+    }

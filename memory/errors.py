@@ -1,0 +1,47 @@
+"""The one error tree. The HTTP layer maps each branch to a status; tasks retry only ``TransientError``.
+
+    MnemeError
+    ├── InvalidInput            400  the request is well-formed JSON but says something we cannot accept
+    ├── NotFound                404  no such session / version / job / message
+    ├── Conflict                409  an id is reused with other content, or a session has another owner
+    ├── ConfigurationError      500  bad settings, unknown backend scheme, missing extra
+    └── TransientError          503  a backend is unreachable or busy; safe to retry
+"""
+
+from __future__ import annotations
+
+
+class MnemeError(Exception):
+    """Base of every error Mneme raises on purpose."""
+
+    status = 500
+    code = "internal_error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidInput(MnemeError):
+    status = 400
+    code = "invalid_input"
+
+
+class NotFound(MnemeError):
+    status = 404
+    code = "not_found"
+
+
+class Conflict(MnemeError):
+    status = 409
+    code = "conflict"
+
+
+class ConfigurationError(MnemeError):
+    status = 500
+    code = "configuration_error"
+
+
+class TransientError(MnemeError):
+    status = 503
+    code = "backend_unavailable"

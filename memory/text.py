@@ -1,0 +1,98 @@
+"""Text handling for Chinese and English: cleaning, cutting, tokenising, hashing.
+
+Cleaned text is the one representation stored everywhere: whitespace folded, newlines kept and
+HTML-escaped (``<`` ``>`` ``&``) so it is safe to render and nothing the user wrote is dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import re
+import unicodedata
+from collections import Counter
+
+ELLIPSIS = "…"
+FULL_TEXT_MARKER = "[全文见历史]"
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u2028\u2029\ufeff]")
+_SPACES = re.compile(r"[ \t\u00a0\u3000]+")
+_BLANK_LINES = re.compile(r"\n{3,}")
+_ENTITY_TAIL = re.compile(r"&[#a-zA-Z0-9]{0,8}$")
+
+_CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_TOKEN_RUNS = re.compile(rf"[{_CJK}]+|[a-z0-9]+(?:['’][a-z]+)?")
+_IS_CJK = re.compile(rf"[{_CJK}]")
+
+EN_STOPWORDS = frozenset(
+    """a an the and or but if then so to of in on at by for with from as is am are was were be been
+    being do does did i me my mine you your we our it its this that these those he she they them his
+    her their what which who whom how why when where can could would should will shall may might must
+    not no yes just very really too also about into over than there here have has had i'm it's don't
+    please""".split()
+)
+#: Function characters: a Chinese bigram holding one of them makes a poor keyword (still searchable).
+ZH_FUNCTION_CHARS = frozenset("我你他她它们的了是在和与跟就都也还吗呢吧啊呀把被说这那有个上下次很太么什怎")
+
+
+def clean(raw: str) -> str:
+    """Normalise a message for storage: NFC, no control characters, folded spaces, kept newlines."""
+    text = unicodedata.normalize("NFC", raw).replace("\r\n", "\n").replace("\r", "\n")
+    text = _CONTROL.sub("", text)
+    lines = [_SPACES.sub(" ", line).strip() for line in text.split("\n")]
+    text = _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
+    return html.escape(text, quote=False)
+
+
+def cut(text: str, limit: int, tail: str = ELLIPSIS) -> str:
+    """Cut ``text`` to at most ``limit`` characters including ``tail``, never inside an HTML entity."""
+    if len(text) <= limit:
+        return text
+    head = text[: max(0, limit - len(tail))]
+    head = _ENTITY_TAIL.sub("", head).rstrip()
+    return head + tail
+
+
+def truncate_reply(text: str, limit: int) -> tuple[str, bool]:
+    """Long assistant replies are stored cut, with the marker saying the full text is in history."""
+    if len(text) <= limit:
+        return text, False
+    return cut(text, limit) + FULL_TEXT_MARKER, True
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def has_cjk(text: str) -> bool:
+    return bool(_IS_CJK.search(text))
+
+
+def tokenize(text: str) -> list[str]:
+    """Search tokens: Chinese runs as character bigrams (a lone character as itself),
+    English as lower-cased words without stopwords."""
+    tokens: list[str] = []
+    for run in _TOKEN_RUNS.findall(html.unescape(text).lower()):
+        if _IS_CJK.match(run):
+            tokens.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
+        elif run not in EN_STOPWORDS:
+            tokens.append(run.replace("’", "'"))
+    return tokens
+
+
+def keywords(text: str, given: list[str], n: int = 3) -> list[str]:
+    """Up to ``n`` keywords: the ones a rule named first, then the most frequent content tokens."""
+    chosen: list[str] = []
+    for word in given:
+        if word and word not in chosen:
+            chosen.append(word)
+    for word, _ in Counter(tokenize(text)).most_common():
+        if len(chosen) >= n:
+            break
+        if len(word) > 1 and not ZH_FUNCTION_CHARS.intersection(word) and not any(word in c for c in chosen):
+            chosen.append(word)
+    return chosen[:n]
+
+
+def summary(text: str, limit: int = 50) -> str:
+    return cut(" ".join(text.split()), limit)

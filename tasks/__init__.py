@@ -1,0 +1,1 @@
+"""Thin Celery tasks: deserialise, call ``memory``, send the next stage. Names are ``memory.<verb>``."""

@@ -1,0 +1,26 @@
+"""What every Mneme task shares: retry with backoff on transient errors only; a final failure is
+written to the job so the client sees it."""
+
+from __future__ import annotations
+
+from celery import Task
+
+from memory.errors import TransientError
+from memory.runtime import get_runtime
+
+
+class MnemeTask(Task):
+    autoretry_for = (TransientError,)
+    retry_backoff = True
+    retry_backoff_max = 60
+    retry_jitter = True
+    stage = "task"
+
+    @property
+    def max_retries(self) -> int:  # type: ignore[override]
+        return get_runtime().settings.task_max_retries
+
+    def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:  # noqa: ANN001 - Celery's signature
+        job_id = kwargs.get("job_id")
+        if job_id:
+            get_runtime().jobs.fail(job_id, self.stage, f"{type(exc).__name__}: {exc}")

@@ -1,0 +1,23 @@
+"""Maintenance run by beat. Each task takes ``dry_run`` and ``limit`` and reports what it did."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from memory import pipeline
+from memory.runtime import get_runtime
+from tasks.base import MnemeTask
+from tasks.pipeline import extract
+
+
+@shared_task(name="memory.redrive", base=MnemeTask, stage="maintenance")
+def redrive(dry_run: bool = False, limit: int = 500) -> dict:
+    """Re-send jobs accepted long ago and still not done (e.g. the broker lost them). Safe to run
+    twice or concurrently: every stage is idempotent."""
+    stale = pipeline.stale_jobs(get_runtime(), limit)
+    if not dry_run:
+        for job_id, message in stale:
+            extract.apply_async(kwargs={"job_id": job_id, "message": message.model_dump(mode="json")},
+                                task_id=job_id)
+    return {"stale": len(stale), "resent": 0 if dry_run else len(stale), "dry_run": dry_run,
+            "job_ids": [job_id for job_id, _ in stale]}

@@ -1,0 +1,90 @@
+"""The write path: memory.extract → memory.embed (batched) ∥ memory.upsert_graph → memory.audit."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from celery_batches import Batches
+
+from memory import pipeline
+from memory.errors import TransientError
+from memory.models import Fact, Message
+from memory.runtime import get_runtime
+from tasks.base import MnemeTask
+
+
+@shared_task(name="memory.extract", base=MnemeTask, stage="extract")
+def extract(job_id: str, message: dict) -> dict:
+    extraction, item = pipeline.extract_stage(get_runtime(), job_id, Message.model_validate(message))
+    embed.apply_async(kwargs={"item": item.model_dump(mode="json")})
+    if extraction.facts:
+        upsert_graph.apply_async(
+            kwargs={"job_id": job_id, "facts": [f.model_dump(mode="json") for f in extraction.facts]}
+        )
+    return {"events": len(extraction.events), "facts": len(extraction.facts)}
+
+
+class EmbedBatches(Batches):
+    """Buffers embed requests across messages and runs them as one model call."""
+
+    @property
+    def flush_every(self) -> int:  # type: ignore[override]
+        return get_runtime().settings.embed_batch_size
+
+    @property
+    def flush_interval(self) -> float:  # type: ignore[override]
+        return get_runtime().settings.embed_flush_interval_s
+
+
+@shared_task(name="memory.embed", base=EmbedBatches)
+def embed(requests: list) -> int:
+    # celery-batches acknowledges a batch whatever happens in it, so failures are handled here:
+    # a transient error re-sends each request with backoff; anything else is isolated request by
+    # request so one poison message fails its own job only.
+    rt = get_runtime()
+    items = []
+    for request in requests:
+        try:
+            items.append((request, pipeline.EmbedItem.model_validate(request.kwargs["item"])))
+        except (KeyError, ValueError) as exc:
+            job_id = request.kwargs.get("item", {}).get("job_id")
+            if job_id:
+                rt.jobs.fail(job_id, "embed", f"malformed embed request: {exc}")
+    try:
+        pipeline.embed_stage(rt, [item for _, item in items])
+        return len(items)
+    except TransientError as exc:
+        for request, item in items:
+            _retry(request, item, exc)
+        return 0
+    except Exception:  # noqa: BLE001 - isolate the request that broke the batch
+        for request, item in items:
+            try:
+                pipeline.embed_stage(rt, [item])
+            except TransientError as exc:
+                _retry(request, item, exc)
+            except Exception as exc:  # noqa: BLE001
+                rt.jobs.fail(item.job_id, "embed", f"{type(exc).__name__}: {exc}")
+        return 0
+
+
+def _retry(request, item: pipeline.EmbedItem, exc: Exception) -> None:
+    attempt = int(request.kwargs.get("attempt", 0)) + 1
+    if attempt > get_runtime().settings.task_max_retries:
+        get_runtime().jobs.fail(item.job_id, "embed", f"gave up after {attempt - 1} retries: {exc}")
+        return
+    embed.apply_async(kwargs={"item": item.model_dump(mode="json"), "attempt": attempt},
+                      countdown=min(60, 2**attempt))
+
+
+@shared_task(name="memory.upsert_graph", base=MnemeTask, stage="graph")
+def upsert_graph(job_id: str, facts: list[dict]) -> int:
+    records = pipeline.graph_stage(get_runtime(), job_id, [Fact.model_validate(f) for f in facts])
+    if records:
+        audit.apply_async(kwargs={"records": records})
+    return len(records)
+
+
+@shared_task(name="memory.audit", base=MnemeTask, stage="audit")
+def audit(records: list[dict]) -> int:
+    get_runtime().audit.write(records)
+    return len(records)

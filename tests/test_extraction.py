@@ -1,0 +1,77 @@
+import pytest
+
+from memory.extraction import extract, zh_number
+from memory.models import EventType, Message, Relation, Role
+from memory.text import clean
+
+
+def run(text: str, role: Role = Role.user):
+    m = Message(tenant="t", user_id="u", session_id="s", message_id="m1", role=role, content=clean(text),
+                client_ts=1.0)
+    return extract(m)
+
+
+def facts(text: str) -> set[tuple[str, str]]:
+    return {(f.relation.value, f.object) for f in run(text).facts}
+
+
+def types(text: str, role: Role = Role.user) -> set[str]:
+    return {e.event_type.value for e in run(text, role).events}
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("我今年17岁，上高二", {("age", "17"), ("grade", "高二")}),
+    ("我今年十七岁", {("age", "17")}),
+    ("I'm 16 years old and I'm in 10th grade", {("age", "16"), ("grade", "10th grade")}),
+    ("我叫小明。", {("name", "小明")}),
+    ("My name is Alice", {("name", "Alice")}),
+    ("我喜欢用动画学物理", {("likes", "用动画学物理")}),
+    ("I love chemistry", {("likes", "chemistry")}),
+    ("我不喜欢背单词", {("dislikes", "背单词")}),
+    ("I can't stand homework", {("dislikes", "homework")}),
+    ("我总把加速度和速度搞混", {("learning_obstacle", "加速度"), ("learning_obstacle", "速度")}),
+    ("I always mix up velocity and acceleration",
+     {("learning_obstacle", "velocity"), ("learning_obstacle", "acceleration")}),
+    ("I don't understand Lenz's law", {("learning_obstacle", "Lenz's law")}),
+    ("I prefer short answers", {("response_preference", "short answers")}),
+    ("回答简短一点", {("response_preference", "简短")}),
+])
+def test_declarations_become_facts(text, expected):
+    assert facts(text) == expected
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("我今年17岁", "age_declaration"), ("我叫小明", "identity"), ("我喜欢物理", "preference"),
+    ("我讨厌数学", "dislike"), ("我不懂三角函数", "concept_confusion"), ("请用简单的例子", "request"),
+    ("please use simple examples", "request"), ("你好！", "greeting"), ("hello", "greeting"),
+    ("哈哈", "small_talk"), ("我想考上清华大学", "goal"), ("I'm so stressed", "emotion"),
+    ("点了提交按钮没反应", "operation_failure"), ("这个解释很清楚，谢谢", "feedback"),
+    ("你上次说的那个例子变量名叫什么", "question"), ("What is torque?", "question"),
+])
+def test_message_is_typed(text, kind):
+    assert kind in types(text)
+
+
+def test_every_message_becomes_at_least_one_event():
+    assert types("今天天气不错") == {"statement"}
+    assert types("The bus was late.") == {"statement"}
+    assert types("首先算出速度的变化量，然后除以时间。变量名叫 dv。", Role.assistant) == {"plan"}
+    assert types("Newton's second law relates force and acceleration.", Role.assistant) == {"statement"}
+
+
+def test_negation_is_not_a_like():
+    assert ("likes", "数学") not in facts("我不喜欢数学")
+    assert not any(r == "likes" for r, _ in facts("I don't like long videos"))
+
+
+def test_events_are_deterministic_and_well_formed():
+    a, b = run("我总把加速度和速度搞混，怎么办？"), run("我总把加速度和速度搞混，怎么办？")
+    assert [e.event_id for e in a.events] == [e.event_id for e in b.events]
+    for e in a.events:
+        assert EventType(e.event_type) and len(e.keywords) <= 3 and len(e.summary) <= 50
+        assert e.message_ids == ["m1"] and len(e.text_hash) == 64
+    assert {f.relation for f in a.facts} == {Relation.learning_obstacle}
+
+
+def test_zh_number():
+    assert [zh_number(x) for x in ["十七", "二十", "两", "17", "一百"]] == [17, 20, 2, 17, None]

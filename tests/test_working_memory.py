@@ -1,0 +1,134 @@
+"""Working memory through the HTTP API on a real Valkey: cleaning, truncation, ordering, versions,
+rollback, retries, concurrent writers, restarts."""
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from workers.client import MnemeAPIError
+
+
+def post(client, uid, i, content="hello", role="user", ts=None, session=None, user=None, **kw):
+    return client.remember(user_id=user or f"u{uid}", session_id=session or f"s{uid}", message_id=f"m{i}",
+                           role=role, content=content, client_ts=ts if ts is not None else 1_700_000_000 + i, **kw)
+
+
+def test_message_is_stored_clean_with_its_metadata(client, uid):
+    accepted = post(client, uid, 1, "  我喜欢  物理\t\t<b>真的</b>\n第二行  ", device_id="phone")
+    view = client.messages(f"s{uid}")
+    [m] = view.messages
+    assert m.content == "我喜欢 物理 &lt;b&gt;真的&lt;/b&gt;\n第二行"
+    assert (m.message_id, m.role, m.device_id, m.version) == ("m1", "user", "phone", accepted.version)
+    assert m.client_ts == 1_700_000_001 and view.version == accepted.version == 1
+
+
+def test_long_assistant_reply_is_cut_but_full_text_retrievable(client, uid):
+    reply = "第一步，" + "速度是位移对时间的变化率。" * 60
+    post(client, uid, 1, reply, role="assistant")
+    [m] = client.messages(f"s{uid}").messages
+    assert m.truncated and m.content.endswith("…[全文见历史]") and len(m.content) <= 500 + len("…[全文见历史]")
+    assert client.message(f"s{uid}", "m1").content == reply
+    post(client, uid, 2, "短" * 600)  # user messages are never cut
+    assert client.messages(f"s{uid}").messages[1].content == "短" * 600
+
+
+def test_ordered_by_client_timestamp_not_arrival(client, uid):
+    for i, ts in [(1, 100.0), (2, 300.0), (3, 200.0), (4, 50.0)]:
+        post(client, uid, i, f"msg {i}", ts=1_700_000_000 + ts)
+    assert [m.message_id for m in client.messages(f"s{uid}").messages] == ["m4", "m1", "m3", "m2"]
+
+
+def test_far_future_timestamp_is_clamped_to_now(client, uid):
+    accepted = post(client, uid, 1, ts=time.time() + 10 * 365 * 86400)
+    assert accepted.client_ts <= time.time() + 301
+
+
+def test_window_keeps_the_last_n_messages(client, uid, stack):
+    n = stack.settings.window_size
+    for i in range(n + 5):
+        post(client, uid, i, f"message {i}")
+    ids = [m.message_id for m in client.messages(f"s{uid}").messages]
+    assert len(ids) == n and ids[0] == "m5" and ids[-1] == f"m{n + 4}"
+    late = post(client, uid, 999, "written long ago", ts=1_600_000_000)  # older than the whole window
+    assert not late.in_window and client.job(late.job_id)  # not in the window, still sent to long-term memory
+
+
+def test_undo_last_and_rollback_restore_whole_snapshots(client, uid):
+    for i in range(1, 4):
+        post(client, uid, i, f"第{i}条")
+    undone = client.rollback(f"s{uid}")  # 撤回上一条
+    assert [m.message_id for m in undone.removed] == ["m3"] and undone.restored == 2 and undone.version == 4
+    assert [m.message_id for m in client.messages(f"s{uid}").messages] == ["m1", "m2"]
+    back = client.rollback(f"s{uid}", to_version=1)
+    assert back.version == 5 and [m.message_id for m in back.removed] == ["m2"]
+    assert [m.message_id for m in client.messages(f"s{uid}").messages] == ["m1"]
+    assert [m.message_id for m in client.messages(f"s{uid}", version=3).messages] == ["m1", "m2", "m3"]
+    client.rollback(f"s{uid}", to_version=3)  # rolling forward again is a rollback too
+    assert [m.message_id for m in client.messages(f"s{uid}").messages] == ["m1", "m2", "m3"]
+    post(client, uid, 4, "after rollbacks")
+    assert client.messages(f"s{uid}").version == 7
+
+
+def test_old_versions_beyond_the_kept_range_answer_404(client, uid, stack):
+    kept = stack.settings.versions_kept
+    for i in range(kept + 3):
+        post(client, uid, i)
+    with pytest.raises(MnemeAPIError) as err:
+        client.rollback(f"s{uid}", to_version=1)
+    assert err.value.status == 404 and "no longer kept" in err.value.message
+
+
+def test_retry_with_same_message_id_is_harmless_and_reuse_is_refused(client, uid):
+    first = post(client, uid, 1, "same")
+    again = post(client, uid, 1, "same")
+    assert again.duplicate and again.job_id == first.job_id and again.version == first.version
+    assert len(client.messages(f"s{uid}").messages) == 1
+    with pytest.raises(MnemeAPIError) as err:
+        post(client, uid, 1, "different content")
+    assert err.value.status == 409 and "message_id" in err.value.message
+
+
+def test_a_session_belongs_to_one_user(client, uid):
+    post(client, uid, 1)
+    with pytest.raises(MnemeAPIError) as err:
+        post(client, uid, 2, user="someone_else")
+    assert err.value.status == 409
+
+
+def test_concurrent_writers_never_lose_a_message(client, uid, stack):
+    def write(i):
+        from workers.client import MnemeClient
+
+        with MnemeClient(stack.api_url) as c:
+            return post(c, uid, i, f"并发 {i}", ts=1_700_000_000 + i % 7)
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(write, range(40)))
+    assert sorted(r.version for r in results) == list(range(1, 41))  # each write its own version
+    view = client.messages(f"s{uid}")
+    assert sorted(m.message_id for m in view.messages) == sorted(f"m{i}" for i in range(40))
+    assert [m.client_ts for m in view.messages] == sorted(m.client_ts for m in view.messages)
+
+
+def test_session_keys_carry_a_ttl(client, uid, runtime):
+    from memory import keys
+
+    post(client, uid, 1)
+    for key in keys.session(runtime.settings.tenant, f"s{uid}").all():
+        if runtime.redis.exists(key):
+            assert 0 < runtime.redis.ttl(key) <= runtime.settings.session_ttl_s
+
+
+def test_working_memory_survives_api_and_redis_restarts(client, uid, stack):
+    post(client, uid, 1, "记住我")
+    stack.stop_one("api")
+    stack.start_one("api")
+    stack.wait_ready(wait_embedder=False)
+    assert [m.content for m in client.messages(f"s{uid}").messages] == ["记住我"]
+    time.sleep(1.2)  # appendfsync everysec
+    stack.stop_one("redis")
+    stack.start_one("redis")
+    stack.wait_ready(wait_embedder=False)
+    assert [m.content for m in client.messages(f"s{uid}").messages] == ["记住我"]
+    assert post(client, uid, 2, "still writable").version == 2

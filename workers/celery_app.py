@@ -1,0 +1,64 @@
+"""The Celery app: explicit queues and routes, JSON only, late acks, prefetch 1.
+
+``celery -A workers.celery_app:app worker`` builds the app on first access (PEP 562), so importing
+this module creates nothing.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from celery import Celery
+from kombu import Queue
+
+import beat_schedule
+from memory.settings import Settings, get_settings
+
+QUEUES = ("extract", "embed", "graph", "audit", "maintenance")
+ROUTES = {
+    "memory.extract": "extract",
+    "memory.embed": "embed",
+    "memory.upsert_graph": "graph",
+    "memory.audit": "audit",
+    "memory.redrive": "maintenance",
+}
+
+
+def celery_config(settings: Settings) -> dict:
+    return {
+        "broker_url": settings.broker_url,
+        "broker_connection_retry_on_startup": True,
+        "broker_transport_options": {"visibility_timeout": settings.visibility_timeout_s},
+        "task_serializer": "json",
+        "result_serializer": "json",
+        "event_serializer": "json",
+        "accept_content": ["json"],
+        "task_ignore_result": True,
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "worker_prefetch_multiplier": 1,
+        "task_queues": [Queue(name, routing_key=name) for name in QUEUES],
+        "task_default_queue": "maintenance",
+        "task_routes": {task: {"queue": queue} for task, queue in ROUTES.items()},
+        "worker_send_task_events": True,
+        "task_send_sent_event": True,
+        "beat_schedule": beat_schedule.schedule(settings),
+        "timezone": "UTC",
+    }
+
+
+def create_celery(settings: Settings) -> Celery:
+    app = Celery("mneme", include=["tasks.pipeline", "tasks.maintenance"])
+    app.conf.update(celery_config(settings))
+    return app
+
+
+@lru_cache(maxsize=1)
+def get_celery() -> Celery:
+    return create_celery(get_settings())
+
+
+def __getattr__(name: str) -> Celery:
+    if name == "app":
+        return get_celery()
+    raise AttributeError(name)

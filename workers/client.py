@@ -1,0 +1,85 @@
+"""A small typed Python client for the HTTP API."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+
+import httpx
+
+from memory.jobs import JobStatus
+from memory.models import EventType, Role
+from memory.recall import RecallResult
+from memory.working import RolledBack, SessionView
+from workers.schemas import FullMessage, Health, MessageAccepted
+
+
+class MnemeAPIError(Exception):
+    def __init__(self, status: int, error: str, message: str) -> None:
+        super().__init__(f"{status} {error}: {message}")
+        self.status, self.error, self.message = status, error, message
+
+
+class MnemeClient:
+    def __init__(self, base_url: str = "http://127.0.0.1:8080", timeout: float = 30.0) -> None:
+        self._http = httpx.Client(base_url=base_url, timeout=timeout)
+
+    def __enter__(self) -> MnemeClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._http.close()
+
+    def _call(self, method: str, path: str, **kwargs) -> dict:
+        response = self._http.request(method, path, **kwargs)
+        if response.status_code >= 400:
+            try:
+                body = response.json()
+            except ValueError:
+                body = {}
+            raise MnemeAPIError(response.status_code, body.get("error", "http_error"),
+                                body.get("message", response.text))
+        return response.json()
+
+    def remember(self, *, user_id: str, session_id: str, message_id: str, role: Role | str, content: str,
+                 client_ts: float | datetime | None = None, device_id: str | None = None) -> MessageAccepted:
+        ts = client_ts if client_ts is not None else time.time()
+        body = {"user_id": user_id, "session_id": session_id, "message_id": message_id, "role": str(role),
+                "content": content, "client_ts": ts.isoformat() if isinstance(ts, datetime) else ts,
+                "device_id": device_id}
+        return MessageAccepted.model_validate(self._call("POST", "/v1/messages", json=body))
+
+    def messages(self, session_id: str, version: int | None = None) -> SessionView:
+        params = {} if version is None else {"version": version}
+        return SessionView.model_validate(self._call("GET", f"/v1/sessions/{session_id}/messages", params=params))
+
+    def message(self, session_id: str, message_id: str) -> FullMessage:
+        return FullMessage.model_validate(self._call("GET", f"/v1/sessions/{session_id}/messages/{message_id}"))
+
+    def rollback(self, session_id: str, to_version: int | None = None) -> RolledBack:
+        body = {"undo_last": True} if to_version is None else {"to_version": to_version}
+        return RolledBack.model_validate(self._call("POST", f"/v1/sessions/{session_id}/rollback", json=body))
+
+    def recall(self, *, user_id: str, query: str, k: int = 5, session_id: str | None = None,
+               event_types: list[EventType] | None = None) -> RecallResult:
+        body = {"user_id": user_id, "query": query, "k": k, "session_id": session_id,
+                "event_types": [str(t) for t in event_types] if event_types else None}
+        return RecallResult.model_validate(self._call("POST", "/v1/recall", json=body))
+
+    def job(self, job_id: str) -> JobStatus:
+        return JobStatus.model_validate(self._call("GET", f"/v1/jobs/{job_id}"))
+
+    def wait(self, job_ids: list[str], timeout: float = 60.0) -> list[JobStatus]:
+        """Poll until every job is done or failed."""
+        deadline = time.monotonic() + timeout
+        while True:
+            jobs = [self.job(j) for j in job_ids]
+            if all(j.state in ("done", "failed") for j in jobs):
+                return jobs
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"jobs not finished after {timeout}s: {[(j.job_id, j.state) for j in jobs]}")
+            time.sleep(0.1)
+
+    def health(self) -> Health:
+        response = self._http.get("/healthz")
+        return Health.model_validate(response.json())

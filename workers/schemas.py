@@ -1,0 +1,85 @@
+"""Request and response bodies of the HTTP API, shared by the server and the Python client."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Annotated
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from memory.models import EventType, Role
+
+Id = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$", examples=["u_42"],
+                          description="1-128 characters: letters, digits and _ . : @ -")]
+
+
+class MessageIn(BaseModel):
+    user_id: Id
+    session_id: Id
+    device_id: Id | None = None
+    message_id: Id = Field(description="The client's id; sending it again is a harmless retry.")
+    role: Role
+    content: str = Field(min_length=1)
+    client_ts: datetime | float = Field(
+        description="When the message was written: ISO 8601 or unix seconds (milliseconds accepted)."
+    )
+
+    @field_validator("client_ts")
+    @classmethod
+    def _epoch_seconds(cls, value: datetime | float) -> float:
+        if isinstance(value, datetime):
+            value = (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
+        if not math.isfinite(value) or value <= 0:
+            raise ValueError("client_ts must be a positive unix time or an ISO 8601 datetime")
+        return value / 1000 if value > 1e11 else value
+
+
+class MessageAccepted(BaseModel):
+    job_id: str
+    version: int
+    session_id: str
+    message_id: str
+    duplicate: bool = Field(description="True when this message_id was accepted before (a retry).")
+    in_window: bool = Field(description="False when client_ts is older than the whole working window.")
+    client_ts: float = Field(description="The timestamp used for ordering (after clamping).")
+
+
+class RollbackIn(BaseModel):
+    to_version: int | None = Field(None, ge=0)
+    undo_last: bool = False
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> RollbackIn:
+        if (self.to_version is None) == (not self.undo_last):
+            raise ValueError("send exactly one of to_version (a version number) or undo_last: true")
+        return self
+
+
+class RecallIn(BaseModel):
+    user_id: Id
+    session_id: Id | None = None
+    query: str = Field(min_length=1, max_length=2000)
+    k: int = Field(5, ge=1, le=50)
+    event_types: list[EventType] | None = None
+
+
+class FullMessage(BaseModel):
+    message_id: str
+    session_id: str
+    role: Role
+    content: str = Field(description="The full cleaned text, even when working memory holds it cut.")
+    truncated: bool
+    client_ts: float
+    version: int
+
+
+class Health(BaseModel):
+    status: str
+    backends: dict[str, str]
+
+
+class ErrorBody(BaseModel):
+    error: str
+    message: str
+    details: list | None = None
