@@ -70,6 +70,7 @@ class SentenceTransformerEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         vectors = self._model.encode(
-            list(texts), batch_size=self._batch_size, normalize_embeddings=True, convert_to_numpy=True
+            list(texts), batch_size=self._batch_size, normalize_embeddings=True, convert_to_numpy=True,
+            show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)

@@ -45,6 +45,7 @@ class Settings(BaseSettings):
     embed_batch_size: int = Field(32, ge=1, le=1024)
     embed_flush_interval_s: float = Field(0.2, gt=0)
     task_max_retries: int = Field(8, ge=0)
+    preload_embedder: bool = Field(False, description="Load the model when a worker process starts.")
     torch_threads: int = Field(1, ge=1, description="Per process: two threads on a busy 2-core box collapse.")
     visibility_timeout_s: int = Field(3600, ge=10)
 

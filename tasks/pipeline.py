@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from celery import shared_task
+from celery.signals import worker_process_init
 from celery_batches import Batches
 
 from memory import pipeline
@@ -21,6 +22,13 @@ def extract(job_id: str, message: dict) -> dict:
             kwargs={"job_id": job_id, "facts": [f.model_dump(mode="json") for f in extraction.facts]}
         )
     return {"events": len(extraction.events), "facts": len(extraction.facts)}
+
+
+@worker_process_init.connect
+def _preload_embedder(**_: object) -> None:
+    """The embed worker loads its model at start, so the first message is not the slow one."""
+    if get_runtime().settings.preload_embedder:
+        get_runtime().embedder
 
 
 class EmbedBatches(Batches):

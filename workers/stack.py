@@ -49,6 +49,7 @@ class Stack:
         self.env = {**os.environ, "MNEME_DATA_DIR": str(self.data_dir), "PYTHONUNBUFFERED": "1",
                     "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", **self.env}
         self.redis_port = 0
+        self.embedded_redis = not self.env.get("MNEME_REDIS_URL")
 
     @property
     def settings(self) -> Settings:
@@ -81,7 +82,7 @@ class Stack:
         return cmds
 
     def start_redis(self) -> None:
-        if self.env.get("MNEME_REDIS_URL"):
+        if not self.embedded_redis:
             return
         self.redis_port = self.redis_port or free_port()
         redis_dir = self.data_dir / "redis"
@@ -106,9 +107,10 @@ class Stack:
             self._spawn(name, self.commands()[name])
 
     def _spawn(self, name: str, cmd: list[str]) -> None:
-        log = (self.logs / f"{name}.log").open("ab")
-        self.procs[name] = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                            start_new_session=True)
+        env = {**self.env, "MNEME_PRELOAD_EMBEDDER": "1"} if name == "worker-embed" else self.env
+        with (self.logs / f"{name}.log").open("ab") as log:  # the child keeps its own handle
+            self.procs[name] = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                                start_new_session=True)
 
     def wait_ready(self, wait_embedder: bool = True, timeout: float = 120) -> None:
         def api() -> None:

@@ -1,0 +1,121 @@
+"""The write path end to end on real Celery worker processes: extraction, embedding, graph merge,
+recall; redelivered tasks and lost enqueues change nothing and lose nothing."""
+
+import json
+import time
+import uuid
+
+import pytest
+
+from memory import ids
+from memory.models import Role
+from workers import demo
+from workers.celery_app import create_celery
+
+
+@pytest.fixture(scope="module")
+def celery(stack):
+    return create_celery(stack.settings)
+
+
+def drain(runtime, timeout=60.0):
+    """Wait until every queue is empty and no task is in flight (kombu keeps late-ack messages in 'unacked')."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        queued = sum(runtime.redis.llen(q) for q in ("extract", "embed", "graph", "audit", "maintenance"))
+        if queued == 0 and runtime.redis.hlen("unacked") == 0:
+            return
+        time.sleep(0.1)
+    raise TimeoutError("queues did not drain")
+
+
+def test_scripted_cross_session_flow(client, uid, monkeypatch):
+    monkeypatch.setattr(demo, "USER", f"student_{uid}")
+    assert demo.play(client)
+
+
+def test_job_reports_its_stages_and_events(client, uid):
+    accepted = client.remember(user_id=f"u{uid}", session_id=f"s{uid}", message_id="m1", role="user",
+                               content="I'm 16 years old and I love chemistry")
+    [job] = client.wait([accepted.job_id])
+    assert job.state == "done" and set(job.stages) == {"extract", "embed", "graph"}
+    assert len(job.event_ids) == 2 and job.message_id == "m1"
+    result = client.recall(user_id=f"u{uid}", query="chemistry", k=3)
+    assert {(f.relation, f.object) for f in result.facts} >= {("age", "16"), ("likes", "chemistry")}
+    assert result.events[0].message_ids == ["m1"] and result.events[0].why
+
+
+def test_assistant_messages_are_searchable_too(client, uid):
+    a = client.remember(user_id=f"u{uid}", session_id=f"s{uid}", message_id="a1", role="assistant",
+                        content="第一步：设变量 velocity_final = v0 + a*t，然后代入数值。")
+    client.wait([a.job_id])
+    hits = client.recall(user_id=f"u{uid}", query="你上次说的那个变量名叫什么 velocity_final", k=3).events
+    assert hits[0].message_ids == ["a1"] and hits[0].event_type == "plan"
+
+
+def test_event_type_filter(client, uid):
+    jobs = [client.remember(user_id=f"u{uid}", session_id=f"s{uid}", message_id=f"m{i}", role="user",
+                            content=text).job_id
+            for i, text in enumerate(["我不懂楞次定律", "楞次定律的题好难，我想学会它", "你好"])]
+    client.wait(jobs)
+    hits = client.recall(user_id=f"u{uid}", query="楞次定律", event_types=["concept_confusion"]).events
+    assert [h.message_ids for h in hits] == [["m0"]]
+
+
+def test_redelivered_tasks_have_no_second_effect(client, uid, runtime, celery):
+    user = f"u{uid}"
+    accepted = client.remember(user_id=user, session_id=f"s{uid}", message_id="m1", role="user",
+                               content="我今年17岁，我喜欢物理")
+    [job] = client.wait([accepted.job_id])
+    before_facts = runtime.graph.facts("default", user, 50)
+    before_events = runtime.episodic.get("default", user, job.event_ids)
+    message = json.loads(runtime.redis.hget(f"mneme:job:{accepted.job_id}", "payload"))
+    from memory.extraction import extract
+    from memory.models import Message
+
+    facts = [f.model_dump(mode="json") for f in extract(Message.model_validate(message)).facts]
+    for _ in range(2):  # the broker redelivers every stage, twice
+        celery.send_task("memory.extract", kwargs={"job_id": accepted.job_id, "message": message})
+        celery.send_task("memory.upsert_graph", kwargs={"job_id": accepted.job_id, "facts": facts})
+    drain(runtime)
+    after_facts = runtime.graph.facts("default", user, 50)
+    assert [(f.rel_id, f.confidence, f.evidence_count) for f in after_facts] == \
+           [(f.rel_id, f.confidence, f.evidence_count) for f in before_facts]
+    assert runtime.episodic.get("default", user, job.event_ids) == before_events
+    assert client.job(accepted.job_id).state == "done"
+
+
+def test_duplicate_post_is_not_processed_twice(client, uid, runtime):
+    first = client.remember(user_id=f"u{uid}", session_id=f"s{uid}", message_id="m1", role="user",
+                            content="I don't understand torque")
+    client.wait([first.job_id])
+    again = client.remember(user_id=f"u{uid}", session_id=f"s{uid}", message_id="m1", role="user",
+                            content="I don't understand torque")
+    assert again.duplicate and again.job_id == first.job_id
+    [fact] = runtime.graph.facts("default", f"u{uid}", 50)
+    assert fact.evidence_count == 1 and fact.confidence == pytest.approx(0.7)
+
+
+def test_an_accepted_message_whose_enqueue_was_lost_is_redriven(uid, runtime, celery, client):
+    """Accept a message straight into Redis without queueing it (as if the broker dropped it);
+    the beat-run redrive task finds it and the pipeline completes it."""
+    job_id = ids.job_id("default", f"s{uid}", "lost")
+    runtime.working.append(tenant="default", user_id=f"u{uid}", session_id=f"s{uid}", message_id="lost",
+                           role=Role.user, content="我叫小红", client_ts=time.time(), job_id=job_id)
+    assert client.job(job_id).state == "accepted"
+    runtime.redis.zadd("mneme:pending", {job_id: time.time() - 3600})  # accepted an hour ago
+    celery.send_task("memory.redrive", kwargs={"limit": 1000})
+    [job] = client.wait([job_id], timeout=60)
+    assert job.state == "done"
+    assert ("name", "小红") in {(f.relation, f.object) for f in client.recall(user_id=f"u{uid}", query="名字").facts}
+
+
+def test_a_poison_message_fails_its_job_with_the_error(uid, runtime, celery, client):
+    job_id = str(uuid.uuid4())
+    runtime.redis.hset(f"mneme:job:{job_id}", mapping={
+        "state": "accepted", "accepted_at": time.time(),
+        "payload": json.dumps({"tenant": "default", "user_id": "u", "session_id": "s", "message_id": "x",
+                               "role": "user", "content": "x", "client_ts": 1.0})})
+    celery.send_task("memory.extract", kwargs={"job_id": job_id, "message": {"role": "robot"}})
+    [job] = client.wait([job_id], timeout=30)
+    assert job.state == "failed" and "extract" in job.error and "validation" in job.error.lower()
