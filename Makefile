@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run demo test clean
+.PHONY: install run demo test bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,3 +27,6 @@ test: install
 
 clean:
 	rm -rf $(VENV) var
+
+bench: install
+	$(PY) -m bench.smoke

@@ -11,7 +11,7 @@ import json
 import time
 
 import redis
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from memory import keys
 from memory.errors import NotFound, TransientError
@@ -55,6 +55,7 @@ class JobStatus(BaseModel):
     finished_at: float | None = None
     stages: dict[str, float]
     event_ids: list[str]
+    embed_batch: int | None = Field(None, description="How many messages shared the model call that embedded this one.")
     error: str | None = None
 
 
@@ -79,6 +80,7 @@ class Jobs:
             finished_at=float(fields["finished_at"]) if "finished_at" in fields else None,
             stages={k[5:]: float(v) for k, v in fields.items() if k.startswith("done:")},
             event_ids=json.loads(fields.get("events", "[]")),
+            embed_batch=int(fields["embed_batch"]) if "embed_batch" in fields else None,
             error=fields.get("error"),
         )
 
@@ -87,7 +89,10 @@ class Jobs:
         args = [len(branches), json.dumps(event_ids), time.time(), job_id]
         self._call(self._start, keys=[keys.job(job_id), keys.PENDING], args=args)
 
-    def complete(self, job_id: str, stage: str) -> None:
+    def complete(self, job_id: str, stage: str, **info: int) -> None:
+        """Mark one branch done (once, however often it is redelivered), with optional facts about it."""
+        if info:
+            self._call(self._redis.hset, keys.job(job_id), mapping=info)
         self._call(self._complete, keys=[keys.job(job_id), keys.PENDING], args=[stage, time.time(), job_id])
 
     def fail(self, job_id: str, stage: str, error: str) -> None:

@@ -42,7 +42,7 @@ def embed_stage(rt: Runtime, items: Sequence[EmbedItem]) -> None:
     if events:
         rt.episodic.upsert(events, rows)
     for job_id in dict.fromkeys(item.job_id for item in items):
-        rt.jobs.complete(job_id, "embed")
+        rt.jobs.complete(job_id, "embed", embed_batch=len(items))
 
 
 def graph_stage(rt: Runtime, job_id: str, facts: Sequence[Fact]) -> list[dict]:

@@ -119,3 +119,34 @@ def test_a_poison_message_fails_its_job_with_the_error(uid, runtime, celery, cli
     celery.send_task("memory.extract", kwargs={"job_id": job_id, "message": {"role": "robot"}})
     [job] = client.wait([job_id], timeout=30)
     assert job.state == "failed" and "extract" in job.error and "validation" in job.error.lower()
+
+
+def test_embeddings_are_batched_across_messages(client, uid, stack):
+    """While the embed worker is busy, messages queue up and share one model call."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from workers.client import MnemeClient
+
+    def send(i):
+        with MnemeClient(stack.api_url) as c:
+            return c.remember(user_id=f"u{uid}", session_id=f"s{uid}-{i}", message_id="m", role="user",
+                              content=f"第{i}条消息：我想学会微积分和线性代数 number {i}").job_id
+
+    with ThreadPoolExecutor(8) as pool:
+        jobs = list(pool.map(send, range(60)))
+    done = client.wait(jobs, timeout=120)
+    assert all(j.state == "done" for j in done)
+    assert max(j.embed_batch for j in done) > 1
+
+
+def test_queued_jobs_survive_a_worker_restart(client, uid, stack):
+    stack.stop_one("worker-pipeline")
+    accepted = client.remember(user_id=f"u{uid}", session_id=f"s{uid}", message_id="m1", role="user",
+                               content="我讨厌背公式")
+    time.sleep(0.5)
+    assert client.job(accepted.job_id).state == "accepted"  # nobody is consuming
+    stack.start_one("worker-pipeline")
+    stack.wait_ready(wait_embedder=False)
+    [job] = client.wait([accepted.job_id], timeout=60)
+    assert job.state == "done"
+    assert ("dislikes", "背公式") in {(f.relation, f.object) for f in client.recall(user_id=f"u{uid}", query="x").facts}
