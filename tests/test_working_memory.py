@@ -132,3 +132,12 @@ def test_working_memory_survives_api_and_redis_restarts(client, uid, stack):
     stack.wait_ready(wait_embedder=False)
     assert [m.content for m in client.messages(f"s{uid}").messages] == ["记住我"]
     assert post(client, uid, 2, "still writable").version == 2
+
+
+def test_undo_is_itself_undoable_and_version_zero_is_the_empty_session(client, uid):
+    post(client, uid, 1)
+    assert client.rollback(f"s{uid}").restored == 0  # 撤回: back to the empty session
+    assert client.messages(f"s{uid}").messages == []
+    assert client.rollback(f"s{uid}").restored == 1  # undo the undo
+    assert [m.message_id for m in client.messages(f"s{uid}").messages] == ["m1"]
+    assert client.messages(f"s{uid}").version == 3

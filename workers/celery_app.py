@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from celery import Celery
-from kombu import Queue
+from kombu import Exchange, Queue
 
 import beat_schedule
 from memory.settings import Settings, get_settings
@@ -37,7 +37,7 @@ def celery_config(settings: Settings) -> dict:
         "task_acks_late": True,
         "task_reject_on_worker_lost": True,
         "worker_prefetch_multiplier": 1,
-        "task_queues": [Queue(name, routing_key=name) for name in QUEUES],
+        "task_queues": [Queue(name, Exchange(name, type="direct"), routing_key=name) for name in QUEUES],
         "task_default_queue": "maintenance",
         "task_routes": {task: {"queue": queue} for task, queue in ROUTES.items()},
         "worker_send_task_events": True,
