@@ -23,6 +23,7 @@ demo: install
 	$(PY) -m workers.demo
 
 test: install
+	$(PY) -m ruff check .
 	$(PY) -m pytest
 
 clean:

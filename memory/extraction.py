@@ -15,7 +15,7 @@ from memory.models import Event, EventType, Extraction, Fact, Message, Relation,
 from memory.text import keywords, sha256, summary, tokenize
 
 _STOP = r"[，。！？；、,.!?;\n]"
-_SPAN = rf"[^，。！？；、,.!?;\n]"
+_SPAN = r"[^，。！？；、,.!?;\n]"
 _TRAILING = re.compile(r"(?:了|的|啊|呀|呢|吧|哦|嘛|一点|一些|\s)+$")
 _LEADING_EN = re.compile(r"^(?:the|a|an|to|about|with|when you)\s+", re.I)
 
@@ -72,7 +72,8 @@ USER_RULES: tuple[Rule, ...] = (
     Rule(EventType.age_declaration, _rx(r"\b(?:my age is|i turned|i just turned)\s+(\d{1,3})\b"),
          Relation.age, 0.9, _age),
     # name
-    Rule(EventType.identity, _rx(rf"我(?:叫|的名字是|名字叫|的名字叫)\s*([\u4e00-\u9fffA-Za-z·]{{1,12}}?)(?={_STOP}|$|\s)"),
+    Rule(EventType.identity,
+         _rx(rf"我(?:叫|的名字是|名字叫|的名字叫)\s*([\u4e00-\u9fffA-Za-z·]{{1,12}}?)(?={_STOP}|$|\s)"),
          Relation.name, 0.9),
     Rule(EventType.identity, _rx(r"\b(?:my name is|call me|my name's)\s+([a-z][\w'-]{0,30})"), Relation.name, 0.9),
     # grade / school stage

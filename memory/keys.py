@@ -11,7 +11,9 @@ expects a single Redis (or a primary with replicas), not Redis Cluster.
 | mneme:wm:{t:s}:snap                   | hash | version → ordered seqs (kept versions)  | session TTL    |
 | mneme:wm:{t:s}:ids                    | hash | client message_id → "seq|content hash"  | session TTL    |
 | mneme:job:{job_id}                    | hash | job state, stages, payload for redrive  | job TTL        |
-| mneme:pending                         | zset | job ids accepted and not yet done       | none: members leave when done; the redrive task reads it |
+| mneme:pending                         | zset | job ids accepted and not yet done       | none (1)       |
+
+(1) a member leaves when its job is done or failed; the redrive task drops members whose job expired.
 """
 
 from __future__ import annotations

@@ -27,8 +27,9 @@ def extract(job_id: str, message: dict) -> dict:
 @worker_process_init.connect
 def _preload_embedder(**_: object) -> None:
     """The embed worker loads its model at start, so the first message is not the slow one."""
-    if get_runtime().settings.preload_embedder:
-        get_runtime().embedder
+    rt = get_runtime()
+    if rt.settings.preload_embedder:
+        rt.embedder.embed(["warm up"])
 
 
 class EmbedBatches(Batches):

@@ -192,7 +192,8 @@ Mneme is running (data in {stack.data_dir}, logs in {stack.logs})
 
 Try:
   curl -s -X POST {stack.api_url}/v1/messages -H 'content-type: application/json' \\
-    -d '{{"user_id":"u1","session_id":"s1","message_id":"m1","role":"user","content":"我今年17岁，上高二","client_ts":{int(time.time())}}}'
+    -d '{{"user_id":"u1","session_id":"s1","message_id":"m1","role":"user",
+         "content":"我今年17岁，上高二","client_ts":{int(time.time())}}}'
   curl -s -X POST {stack.api_url}/v1/recall -H 'content-type: application/json' \\
     -d '{{"user_id":"u1","query":"我几岁？"}}'
 
