@@ -12,8 +12,11 @@ expects a single Redis (or a primary with replicas), not Redis Cluster.
 | mneme:wm:{t:s}:ids                    | hash | client message_id → "seq|content hash"  | session TTL    |
 | mneme:job:{job_id}                    | hash | job state, stages, payload for redrive  | job TTL        |
 | mneme:pending                         | zset | job ids accepted and not yet done       | none (1)       |
+| mneme:llm:tokens:{tenant}:{yyyymmdd}  | str  | LLM tokens spent that UTC day           | 2 days         |
+| mneme:llm:failures                    | hash | reason → count of LLM calls that failed | none (2)       |
 
 (1) a member leaves when its job is done or failed; the redrive task drops members whose job expired.
+(2) a handful of counters (one field per failure reason), kept for operators and metrics.
 """
 
 from __future__ import annotations
@@ -45,3 +48,10 @@ def session(tenant: str, session_id: str) -> SessionKeys:
 
 def job(job_id: str) -> str:
     return f"{PREFIX}:job:{job_id}"
+
+
+def llm_tokens(tenant: str, day: str) -> str:
+    return f"{PREFIX}:llm:tokens:{tenant}:{day}"
+
+
+LLM_FAILURES = f"{PREFIX}:llm:failures"

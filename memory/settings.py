@@ -49,6 +49,14 @@ class Settings(BaseSettings):
     torch_threads: int = Field(1, ge=1, description="Per process: two threads on a busy 2-core box collapse.")
     visibility_timeout_s: int = Field(3600, ge=10)
 
+    # --- optional LLM extraction stage (OpenAI-compatible chat endpoint) -----------------------
+    llm_base_url: str = Field("", description="e.g. http://127.0.0.1:8000/v1; empty = rules only.")
+    llm_model: str = "qwen2.5-1.5b-instruct"
+    llm_api_key: str = ""
+    llm_timeout_s: float = Field(20.0, gt=0)
+    llm_rate_limit: str = Field("60/m", description="Celery rate limit of the llm queue, per worker.")
+    llm_daily_token_budget: int = Field(200_000, ge=0, description="Per tenant per UTC day.")
+
     # --- recall ------------------------------------------------------------------------------
     recall_facts_limit: int = Field(20, ge=1, le=200)
 
