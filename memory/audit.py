@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
+from memory.episodic import Evicted
 from memory.graph import Change
 from memory.settings import Settings
 
@@ -23,21 +24,30 @@ class AuditSink(Protocol):
     def ping(self) -> None: ...
 
 
-def graph_write_record(change: Change, operator_id: str) -> dict:
+def record(tenant: str, user_id: str, action: str, record_id: str, operator_id: str, source: str,
+           **fields: object) -> dict:
+    """One audit record; the same event always gets the same ``id``, so a re-sent record is recognisable."""
     return {
-        "id": change.record_id,
+        "id": record_id,
         "ts": time.time(),
-        "tenant": change.tenant,
-        "user": hashlib.sha256(f"{change.tenant}\x1f{change.user_id}".encode()).hexdigest()[:32],
+        "tenant": tenant,
+        "user": hashlib.sha256(f"{tenant}\x1f{user_id}".encode()).hexdigest()[:32],
         "operator_id": operator_id,
-        "action": "graph.merge",
-        "source": change.source.value,
-        "relation": change.relation.value,
-        "rel_id": change.rel_id,
-        "evidence_id": change.evidence_id,
-        "confidence_before": change.before,
-        "confidence_after": change.after,
+        "action": action,
+        "source": source,
+        **fields,
     }
+
+
+def graph_write_record(change: Change, operator_id: str) -> dict:
+    return record(change.tenant, change.user_id, "graph.merge", change.record_id, operator_id,
+                  change.source.value, relation=change.relation.value, rel_id=change.rel_id,
+                  evidence_id=change.evidence_id, confidence_before=change.before, confidence_after=change.after)
+
+
+def eviction_record(evicted: Evicted) -> dict:
+    return record(evicted.tenant, evicted.user_id, "episodic.evict", f"evict:{evicted.event_id}", "pipeline",
+                  "cap", event_id=evicted.event_id, event_type=evicted.event_type.value)
 
 
 class FileAuditLog:

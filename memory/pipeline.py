@@ -7,16 +7,20 @@ deterministic, upserts replace, graph evidence merges once, and job stages compl
 from __future__ import annotations
 
 import html
+import logging
 from collections.abc import Sequence
 
+import numpy as np
 from pydantic import BaseModel
 
-from memory.audit import graph_write_record
+from memory.audit import eviction_record, graph_write_record
+from memory.episodic import AddReport
 from memory.extraction import extract
-from memory.models import Event, Extraction, Fact, Message
+from memory.models import Event, EventType, Extraction, Fact, Message
 from memory.runtime import Runtime
 
 EMBED_MAX_CHARS = 1000
+log = logging.getLogger("mneme.pipeline")
 
 
 class EmbedItem(BaseModel):
@@ -25,24 +29,45 @@ class EmbedItem(BaseModel):
     events: list[Event]
 
 
-def extract_stage(rt: Runtime, job_id: str, message: Message) -> tuple[Extraction, EmbedItem]:
-    extraction = extract(message)
+def rule_stage(message: Message) -> Extraction:
+    return extract(message)
+
+
+def needs_llm(rt: Runtime, extraction: Extraction) -> bool:
+    """The LLM stage (when configured) sees only messages the rules could not type."""
+    return bool(rt.settings.llm_base_url) and all(e.event_type is EventType.statement for e in extraction.events)
+
+
+def llm_stage(rt: Runtime, job_id: str, message: Message, fallback: Extraction) -> Extraction:
+    """Never loses the message: any LLM failure returns the rules' result, counted by reason."""
+    extraction, outcome = rt.llm.extract(message, fallback)
+    rt.jobs.note(job_id, llm=outcome.reason, llm_tokens=outcome.tokens)
+    return extraction
+
+
+def declare(rt: Runtime, job_id: str, message: Message, extraction: Extraction) -> EmbedItem:
+    """Record the extraction on the job and say which branches follow (embed, and graph if any facts).
+    Branches are declared before they are sent, so none can finish before the job knows it exists."""
     branches = ["embed"] + (["graph"] if extraction.facts else [])
-    # declare the branches before sending them, so none can finish before the job knows it exists
     rt.jobs.extracted(job_id, branches, [e.event_id for e in extraction.events])
-    return extraction, EmbedItem(job_id=job_id, text=message.content, events=extraction.events)
+    return EmbedItem(job_id=job_id, text=message.content, events=extraction.events)
 
 
-def embed_stage(rt: Runtime, items: Sequence[EmbedItem]) -> None:
-    """Embed many messages in one model call and store their events."""
-    texts = [html.unescape(item.text)[:EMBED_MAX_CHARS] for item in items]
-    vectors = rt.embedder.embed(texts)
+def embed_stage(rt: Runtime, items: Sequence[EmbedItem]) -> list[dict]:
+    """Embed many messages in one model call and store (or merge) their events; returns the audit
+    records of events evicted by the per-user cap."""
+    vectors = rt.embedder.embed([html.unescape(item.text)[:EMBED_MAX_CHARS] for item in items])
     events = [event for item in items for event in item.events]
-    rows = [vectors[i] for i, item in enumerate(items) for _ in item.events]
-    if events:
-        rt.episodic.upsert(events, rows)
-    for job_id in dict.fromkeys(item.job_id for item in items):
-        rt.jobs.complete(job_id, "embed", embed_batch=len(items))
+    rows = np.stack([vectors[i] for i, item in enumerate(items) for _ in item.events]) if events else vectors
+    texts = {event.message_ids[0]: item.text for item in items for event in item.events}
+    report = rt.episodic.add(events, rows, texts) if events else AddReport()
+    for item in items:
+        merged = sum(1 for e in item.events if e.event_id in report.merged)
+        rt.jobs.note(item.job_id, embed_batch=len(items), merged=merged)
+        rt.jobs.complete(item.job_id, "embed")
+    if report.evicted:
+        log.info("evicted %d events over the per-user cap: %s", len(report.evicted), report.evicted)
+    return [eviction_record(e) for e in report.evicted]
 
 
 def graph_stage(rt: Runtime, job_id: str, facts: Sequence[Fact]) -> list[dict]:

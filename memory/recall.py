@@ -1,36 +1,57 @@
 """The read path: working memory + episodic hybrid search + graph facts, in one bundle.
 
-Every item says where it came from (message ids) and why it was chosen (score parts).
+Events are ranked by reciprocal rank fusion of BM25 (keyed tokens) and vector similarity. Keyword
+evidence from an event in another language than the query counts less (``cross_language_keyword_weight``):
+across languages keyword matches are noise, while the multilingual embedding maps zh and en together.
+The fused score is then weighted by recency and by the event's feedback weight. Every item says where
+it came from (message ids) and why it was chosen (score parts).
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Collection
 
 from pydantic import BaseModel, Field
 
 from memory.errors import MnemeError, NotFound
-from memory.models import EventType, FactSource, Relation
+from memory.models import EventType, FactSource, Relation, Role
 from memory.runtime import Runtime
-from memory.text import tokenize
+from memory.text import language, tokenize
 from memory.working import StoredMessage
 
 RRF_K = 60  # reciprocal rank fusion constant (Cormack et al.)
+
+#: Event types a query clearly asks for ("上次那个方案" → plan). Searched first; others fill up to k.
+INFERRED_TYPES: tuple[tuple[re.Pattern[str], frozenset[EventType]], ...] = tuple(
+    (re.compile(p, re.I), frozenset(t)) for p, t in [
+        (r"方案|步骤|办法|怎么做的|the plan|the steps|solution|approach you", {EventType.plan}),
+        (r"我(?:今年)?(?:几|多大)岁|我多大|how old am i|my age", {EventType.age_declaration}),
+        (r"我叫什么|我的名字|what'?s my name|my name", {EventType.identity}),
+        (r"几年级|年级|which grade|what grade|what year", {EventType.identity}),
+        (r"(?:我|i).{0,6}(?:喜欢|爱|偏好|like|love|prefer)", {EventType.preference}),
+        (r"(?:我|i).{0,6}(?:讨厌|不喜欢|hate|dislike|can'?t stand)", {EventType.dislike}),
+        (r"搞混|混淆|分不清|不懂|没懂|confus|mix(?:ed)? up|don'?t understand", {EventType.concept_confusion}),
+    ]
+)
 
 
 class EventHit(BaseModel):
     event_id: str
     event_type: EventType
+    role: Role
     summary: str
     keywords: list[str]
+    text: str | None = Field(None, description="The full message text, when asked for with include_text.")
     session_id: str
     ts: float
     confidence: float
     count: int
     message_ids: list[str]
     score: float
-    why: dict[str, float] = Field(description="keyword_rank, vector_rank, vector_sim, bm25: what made the score")
+    why: dict[str, float] = Field(description="Score parts: keyword_rank, bm25, vector_rank, vector_sim, rrf, "
+                                              "recency, weight, type_match.")
 
 
 class FactHit(BaseModel):
@@ -49,6 +70,7 @@ class FactHit(BaseModel):
 class RecallResult(BaseModel):
     user_id: str
     query: str
+    inferred_types: list[EventType] = Field(default_factory=list)
     working: list[StoredMessage]
     events: list[EventHit]
     facts: list[FactHit]
@@ -56,15 +78,16 @@ class RecallResult(BaseModel):
     took_ms: float
 
 
-def recall(
-    rt: Runtime,
-    tenant: str,
-    user_id: str,
-    query: str,
-    k: int = 5,
-    session_id: str | None = None,
-    event_types: Collection[EventType] | None = None,
-) -> RecallResult:
+def infer_types(query: str) -> frozenset[EventType]:
+    found: set[EventType] = set()
+    for pattern, types in INFERRED_TYPES:
+        if pattern.search(query):
+            found |= types
+    return frozenset(found)
+
+
+def recall(rt: Runtime, tenant: str, user_id: str, query: str, k: int = 5, session_id: str | None = None,
+           event_types: Collection[EventType] | None = None, include_text: bool = False) -> RecallResult:
     started = time.perf_counter()
     degraded: dict[str, str] = {}
     working: list[StoredMessage] = []
@@ -75,9 +98,10 @@ def recall(
             working = []
         except MnemeError as exc:
             degraded["working"] = exc.message
+    inferred = frozenset() if event_types else infer_types(query)
     events: list[EventHit] = []
     try:
-        events = _events(rt, tenant, user_id, query, k, event_types)
+        events = search_events(rt, tenant, user_id, query, k, event_types, inferred, include_text)
     except MnemeError as exc:
         degraded["episodic"] = exc.message
     facts: list[FactHit] = []
@@ -86,32 +110,66 @@ def recall(
     except MnemeError as exc:
         degraded["graph"] = exc.message
     return RecallResult(
-        user_id=user_id, query=query, working=working, events=events, facts=facts, degraded=degraded,
-        took_ms=round((time.perf_counter() - started) * 1000, 2),
+        user_id=user_id, query=query, inferred_types=sorted(inferred), working=working, events=events,
+        facts=facts, degraded=degraded, took_ms=round((time.perf_counter() - started) * 1000, 2),
     )
 
 
-def _events(rt: Runtime, tenant: str, user_id: str, query: str, k: int, types) -> list[EventHit]:
-    depth = max(k * 4, 20)
-    keyword = rt.episodic.keyword_search(tenant, user_id, tokenize(query), types, depth)
-    vector = rt.episodic.vector_search(tenant, user_id, rt.embedder.embed([query])[0], types, depth)
+def search_events(rt: Runtime, tenant: str, user_id: str, query: str, k: int,
+                  types: Collection[EventType] | None = None, inferred: frozenset[EventType] = frozenset(),
+                  include_text: bool = False) -> list[EventHit]:
+    vector = rt.embedder.embed([query])[0]
+    hits: list[EventHit] = []
+    if inferred:  # what the query clearly asks for first, then the rest
+        hits = _ranked(rt, tenant, user_id, query, vector, k, inferred, include_text, type_match=1.0)
+    seen = {h.event_id for h in hits}
+    if len(hits) < k:
+        more = _ranked(rt, tenant, user_id, query, vector, k + len(hits), types, include_text, type_match=0.0)
+        hits += [h for h in more if h.event_id not in seen][: k - len(hits)]
+    return hits
+
+
+def _ranked(rt: Runtime, tenant: str, user_id: str, query: str, vector, k: int,
+            types: Collection[EventType] | None, include_text: bool, type_match: float) -> list[EventHit]:
+    depth = max(k * 4, 30)
+    s = rt.settings
+    keyword = rt.episodic.keyword_search(tenant, user_id, query, types, depth)
+    dense = rt.episodic.store.vector_search(tenant, user_id, vector, types, depth)
     parts: dict[str, dict[str, float]] = {}
     for rank, (event_id, bm25) in enumerate(keyword, 1):
-        parts.setdefault(event_id, {})
-        parts[event_id].update(keyword_rank=rank, bm25=round(bm25, 4))
-    for rank, (event_id, sim) in enumerate(vector, 1):
-        parts.setdefault(event_id, {})
-        parts[event_id].update(vector_rank=rank, vector_sim=round(sim, 4))
-    scores = {
-        event_id: sum(1.0 / (RRF_K + p[name]) for name in ("keyword_rank", "vector_rank") if name in p)
-        for event_id, p in parts.items()
-    }
-    best = sorted(scores, key=scores.__getitem__, reverse=True)[:k]
-    return [
-        EventHit(**e.model_dump(include=set(EventHit.model_fields)), score=round(scores[e.event_id], 6),
-                 why=parts[e.event_id])
-        for e in rt.episodic.get(tenant, user_id, best)
-    ]
+        parts.setdefault(event_id, {}).update(keyword_rank=rank, bm25=round(bm25, 4))
+    for rank, (event_id, sim) in enumerate(dense, 1):
+        parts.setdefault(event_id, {}).update(vector_rank=rank, vector_sim=round(sim, 4))
+    stored = {e.event_id: e for e in rt.episodic.store.get(tenant, user_id, list(parts))}
+    query_lang, now = language(query), time.time()
+    scored = []
+    for event_id, p in parts.items():
+        event = stored.get(event_id)
+        if event is None:
+            continue
+        same_language = query_lang == event.lang or "mixed" in (query_lang, event.lang)
+        keyword_weight = 1.0 if same_language else s.cross_language_keyword_weight
+        rrf = keyword_weight / (RRF_K + p["keyword_rank"]) if "keyword_rank" in p else 0.0
+        rrf += 1.0 / (RRF_K + p["vector_rank"]) if "vector_rank" in p else 0.0
+        recency = 0.5 ** (max(0.0, now - event.ts) / 86400 / s.recency_half_life_days)
+        score = rrf * (1 + s.recency_boost * recency) * event.weight
+        p.update(rrf=round(rrf, 6), recency=round(recency, 4), weight=event.weight, type_match=type_match)
+        scored.append((score, event))
+    scored.sort(key=lambda se: se[0], reverse=True)
+    hits = []
+    for score, event in scored:
+        shown = rt.episodic.reveal(event)
+        if shown is None:  # its user's key was destroyed: nothing left to show
+            continue
+        if len(hits) == k:
+            break
+        hits.append(EventHit(
+            **event.model_dump(include={"event_id", "event_type", "role", "session_id", "ts", "confidence",
+                                        "count", "message_ids"}),
+            summary=shown.summary, keywords=shown.keywords, text=shown.text if include_text else None,
+            score=round(score, 6), why=parts[event.event_id],
+        ))
+    return hits
 
 
 def _facts(rt: Runtime, tenant: str, user_id: str, query: str) -> list[FactHit]:

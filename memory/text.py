@@ -68,6 +68,16 @@ def has_cjk(text: str) -> bool:
     return bool(_IS_CJK.search(text))
 
 
+def language(text: str) -> str:
+    """"zh", "en" or "mixed": which scripts carry the text."""
+    plain = html.unescape(text)
+    cjk = len(_IS_CJK.findall(plain))
+    latin = len(re.findall(r"[A-Za-z]{2,}", plain))
+    if cjk and latin:
+        return "mixed" if min(cjk / 2, latin) / max(cjk / 2, latin) > 0.25 else ("zh" if cjk / 2 > latin else "en")
+    return "zh" if cjk else "en"
+
+
 def tokenize(text: str) -> list[str]:
     """Search tokens: Chinese runs as character bigrams (a lone character as itself),
     English as lower-cased words without stopwords."""

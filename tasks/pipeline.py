@@ -8,14 +8,39 @@ from celery_batches import Batches
 
 from memory import pipeline
 from memory.errors import TransientError
-from memory.models import Fact, Message
+from memory.models import Extraction, Fact, Message
 from memory.runtime import get_runtime
 from tasks.base import MnemeTask
 
 
 @shared_task(name="memory.extract", base=MnemeTask, stage="extract")
 def extract(job_id: str, message: dict) -> dict:
-    extraction, item = pipeline.extract_stage(get_runtime(), job_id, Message.model_validate(message))
+    parsed = Message.model_validate(message)
+    extraction = pipeline.rule_stage(parsed)
+    if pipeline.needs_llm(get_runtime(), extraction):
+        llm_extract.apply_async(kwargs={"job_id": job_id, "message": message,
+                                        "fallback": extraction.model_dump(mode="json")})
+        return {"events": len(extraction.events), "facts": len(extraction.facts), "llm": True}
+    return _fan_out(job_id, parsed, extraction)
+
+
+class LLMTask(MnemeTask):
+    """Runs on its own queue, rate-limited per worker (``MNEME_LLM_RATE_LIMIT``)."""
+
+    @property
+    def rate_limit(self) -> str:  # type: ignore[override]
+        return get_runtime().settings.llm_rate_limit
+
+
+@shared_task(name="memory.llm_extract", base=LLMTask, stage="llm")
+def llm_extract(job_id: str, message: dict, fallback: dict) -> dict:
+    parsed = Message.model_validate(message)
+    extraction = pipeline.llm_stage(get_runtime(), job_id, parsed, Extraction.model_validate(fallback))
+    return _fan_out(job_id, parsed, extraction)
+
+
+def _fan_out(job_id: str, message: Message, extraction: Extraction) -> dict:
+    item = pipeline.declare(get_runtime(), job_id, message, extraction)
     embed.apply_async(kwargs={"item": item.model_dump(mode="json")})
     if extraction.facts:
         upsert_graph.apply_async(
@@ -59,7 +84,7 @@ def embed(requests: list) -> int:
             if job_id:
                 rt.jobs.fail(job_id, "embed", f"malformed embed request: {exc}")
     try:
-        pipeline.embed_stage(rt, [item for _, item in items])
+        _audit(pipeline.embed_stage(rt, [item for _, item in items]))
         return len(items)
     except TransientError as exc:
         for request, item in items:
@@ -68,12 +93,17 @@ def embed(requests: list) -> int:
     except Exception:  # noqa: BLE001 - isolate the request that broke the batch
         for request, item in items:
             try:
-                pipeline.embed_stage(rt, [item])
+                _audit(pipeline.embed_stage(rt, [item]))
             except TransientError as exc:
                 _retry(request, item, exc)
             except Exception as exc:  # noqa: BLE001
                 rt.jobs.fail(item.job_id, "embed", f"{type(exc).__name__}: {exc}")
         return 0
+
+
+def _audit(records: list[dict]) -> None:
+    if records:
+        audit.apply_async(kwargs={"records": records})
 
 
 def _retry(request, item: pipeline.EmbedItem, exc: Exception) -> None:
@@ -88,8 +118,7 @@ def _retry(request, item: pipeline.EmbedItem, exc: Exception) -> None:
 @shared_task(name="memory.upsert_graph", base=MnemeTask, stage="graph")
 def upsert_graph(job_id: str, facts: list[dict]) -> int:
     records = pipeline.graph_stage(get_runtime(), job_id, [Fact.model_validate(f) for f in facts])
-    if records:
-        audit.apply_async(kwargs={"records": records})
+    _audit(records)
     return len(records)
 
 

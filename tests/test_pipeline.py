@@ -68,7 +68,7 @@ def test_redelivered_tasks_have_no_second_effect(client, uid, runtime, celery):
                                content="我今年17岁，我喜欢物理")
     [job] = client.wait([accepted.job_id])
     before_facts = runtime.graph.facts("default", user, 50)
-    before_events = runtime.episodic.get("default", user, job.event_ids)
+    before_events = runtime.episodic.store.get("default", user, job.event_ids)
     message = json.loads(runtime.redis.hget(f"mneme:job:{accepted.job_id}", "payload"))
     from memory.extraction import extract
     from memory.models import Message
@@ -81,7 +81,7 @@ def test_redelivered_tasks_have_no_second_effect(client, uid, runtime, celery):
     after_facts = runtime.graph.facts("default", user, 50)
     assert [(f.rel_id, f.confidence, f.evidence_count) for f in after_facts] == \
            [(f.rel_id, f.confidence, f.evidence_count) for f in before_facts]
-    assert runtime.episodic.get("default", user, job.event_ids) == before_events
+    assert runtime.episodic.store.get("default", user, job.event_ids) == before_events
     assert client.job(accepted.job_id).state == "done"
 
 

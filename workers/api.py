@@ -100,7 +100,8 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
     @app.post("/v1/recall", response_model=RecallResult, tags=["read"])
     def post_recall(body: RecallIn) -> RecallResult:
         """Working memory + episodic events + graph facts for a query, each with its provenance."""
-        return recall(rt, tenant, body.user_id, body.query, body.k, body.session_id, body.event_types)
+        return recall(rt, tenant, body.user_id, body.query, body.k, body.session_id, body.event_types,
+                      body.include_text)
 
     @app.get("/v1/jobs/{job_id}", response_model=JobStatus, tags=["write"])
     def get_job(job_id: str) -> JobStatus:

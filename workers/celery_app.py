@@ -14,9 +14,10 @@ from kombu import Exchange, Queue
 import beat_schedule
 from memory.settings import Settings, get_settings
 
-QUEUES = ("extract", "embed", "graph", "audit", "maintenance")
+QUEUES = ("extract", "llm", "embed", "graph", "audit", "maintenance")
 ROUTES = {
     "memory.extract": "extract",
+    "memory.llm_extract": "llm",
     "memory.embed": "embed",
     "memory.upsert_graph": "graph",
     "memory.audit": "audit",

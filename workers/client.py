@@ -61,9 +61,10 @@ class MnemeClient:
         return RolledBack.model_validate(self._call("POST", f"/v1/sessions/{session_id}/rollback", json=body))
 
     def recall(self, *, user_id: str, query: str, k: int = 5, session_id: str | None = None,
-               event_types: list[EventType] | None = None) -> RecallResult:
+               event_types: list[EventType] | None = None, include_text: bool = False) -> RecallResult:
         body = {"user_id": user_id, "query": query, "k": k, "session_id": session_id,
-                "event_types": [str(t) for t in event_types] if event_types else None}
+                "event_types": [str(t) for t in event_types] if event_types else None,
+                "include_text": include_text}
         return RecallResult.model_validate(self._call("POST", "/v1/recall", json=body))
 
     def job(self, job_id: str) -> JobStatus:

@@ -62,6 +62,7 @@ class RecallIn(BaseModel):
     query: str = Field(min_length=1, max_length=2000)
     k: int = Field(5, ge=1, le=50)
     event_types: list[EventType] | None = None
+    include_text: bool = Field(False, description="Return each event's full (decrypted) message text.")
 
 
 class FullMessage(BaseModel):

@@ -69,7 +69,7 @@ class Stack:
         cmds = {
             "api": [py, "-m", "uvicorn", "workers.api:create_app", "--factory", "--host", "127.0.0.1",
                     "--port", str(self.api_port), "--no-access-log"],
-            "worker-pipeline": [*celery, "worker", "-Q", "extract,graph,audit,maintenance", "-c", "1",
+            "worker-pipeline": [*celery, "worker", "-Q", "extract,llm,graph,audit,maintenance", "-c", "1",
                                 "-n", "pipeline@%h", "-l", "INFO", "--without-gossip", "--without-mingle"],
             # celery-batches buffers up to a batch of messages, so this worker prefetches a batch
             "worker-embed": [*celery, "worker", "-Q", "embed", "-c", "1", "-n", "embed@%h", "-l", "INFO",

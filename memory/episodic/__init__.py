@@ -1,42 +1,95 @@
-"""The episodic store port. Adapters fill in a few primitives; ranking and fusion live in ``memory.recall``."""
+"""The episodic store port. Adapters fill in a few primitives over opaque, already-protected records;
+sealing, keyed tokens (``memory.events``) and ranking (``memory.recall``) live once, outside them.
+
+Contract of ``add`` (one user's events, idempotent under redelivery):
+- an event id seen before (stored, or merged into another) changes nothing;
+- else, a live event of the same user, type and role whose vector has cosine ≥ ``merge_threshold``
+  absorbs it: count + 1, confidence ``1 - (1-a)(1-b)`` (at most 0.99), message ids united, latest ts;
+- else it is inserted; then, while the user has more than ``cap`` live events, the lowest-value one is
+  evicted (``status = evicted``: kept, reported, out of recall). Value, lowest first:
+  ``type_weight × confidence × weight × 0.5^(age_days/90) × (1 + log2(count))`` with type_weight
+  greeting/small_talk 0.1, statement 0.5, question 0.7, others 1.0.
+"""
 
 from __future__ import annotations
 
-import hashlib
+import math
 from collections.abc import Collection, Sequence
 from typing import Protocol
 
 import numpy as np
+from pydantic import BaseModel, Field
 
-from memory.models import Event, EventType
+from memory.models import EventType, Role
+
+TYPE_WEIGHT = {EventType.greeting: 0.1, EventType.small_talk: 0.1, EventType.statement: 0.5,
+               EventType.question: 0.7}
+MAX_MERGED_CONFIDENCE = 0.99
+
+
+class StoredEvent(BaseModel):
+    """An event as the store holds it: metadata, a sealed payload and keyed tokens — no plaintext."""
+
+    event_id: str
+    tenant: str
+    user_id: str
+    session_id: str
+    ts: float
+    event_type: EventType
+    role: Role
+    lang: str
+    text_hash: str
+    message_ids: list[str]
+    confidence: float
+    count: int = 1
+    weight: float = 1.0
+    status: str = "live"
+    sealed: bytes = Field(repr=False)
+    tokens: list[str] = Field(default_factory=list, repr=False)
+
+
+class Evicted(BaseModel):
+    tenant: str
+    user_id: str
+    event_id: str
+    event_type: EventType
+
+
+class AddReport(BaseModel):
+    inserted: list[str] = Field(default_factory=list)
+    merged: dict[str, str] = Field(default_factory=dict, description="event id → the event that absorbed it")
+    known: list[str] = Field(default_factory=list, description="seen before: nothing changed")
+    evicted: list[Evicted] = Field(default_factory=list)
 
 
 class EpisodicStore(Protocol):
-    def upsert(self, events: Sequence[Event], vectors: np.ndarray) -> None:
-        """Insert or replace events by id (idempotent); ``vectors`` has one row per event."""
+    def add(self, events: Sequence[StoredEvent], vectors: np.ndarray, merge_threshold: float,
+            cap: int) -> AddReport: ...
+
+    def keyword_search(self, tenant: str, user_id: str, tokens: Sequence[str],
+                       types: Collection[EventType] | None, k: int) -> list[tuple[str, float]]:
+        """(event_id, BM25 score, higher is better) over live events, best first."""
         ...
 
-    def keyword_search(
-        self, tenant: str, user_id: str, tokens: Sequence[str], types: Collection[EventType] | None, k: int
-    ) -> list[tuple[str, float]]:
-        """(event_id, BM25 score, higher is better), best first."""
+    def vector_search(self, tenant: str, user_id: str, vector: np.ndarray,
+                      types: Collection[EventType] | None, k: int) -> list[tuple[str, float]]:
+        """(event_id, cosine similarity) over live events, best first."""
         ...
 
-    def vector_search(
-        self, tenant: str, user_id: str, vector: np.ndarray, types: Collection[EventType] | None, k: int
-    ) -> list[tuple[str, float]]:
-        """(event_id, cosine similarity), best first."""
+    def get(self, tenant: str, user_id: str, event_ids: Sequence[str]) -> list[StoredEvent]:
+        """The events that exist (live or evicted), in the order asked for."""
         ...
 
-    def get(self, tenant: str, user_id: str, event_ids: Sequence[str]) -> list[Event]:
-        """The events that exist, in the order asked for."""
-        ...
+    def live_count(self, tenant: str, user_id: str) -> int: ...
 
     def ping(self) -> None: ...
 
 
-def index_tokens(tenant: str, user_id: str, tokens: Sequence[str]) -> list[str]:
-    """Search tokens as stored: hashed per user, so the keyword index holds no plaintext and one
-    user's words never score another user's events."""
-    salt = f"{tenant}\x1f{user_id}\x1f".encode()
-    return [hashlib.blake2b(salt + t.encode("utf-8"), digest_size=8).hexdigest() for t in tokens]
+def merged_confidence(a: float, b: float) -> float:
+    return min(MAX_MERGED_CONFIDENCE, 1 - (1 - a) * (1 - b))
+
+
+def eviction_value(event: StoredEvent, now: float) -> float:
+    age_days = max(0.0, now - event.ts) / 86400
+    return (TYPE_WEIGHT.get(event.event_type, 1.0) * event.confidence * event.weight
+            * 0.5 ** (age_days / 90) * (1 + math.log2(max(1, event.count))))

@@ -1,4 +1,5 @@
-"""Embedded episodic store: one SQLite file, vectors as float32 blobs, FTS5 (BM25) over hashed tokens."""
+"""Embedded episodic store: one SQLite file, vectors as float32 blobs searched exactly per user with
+numpy, FTS5 (BM25) over keyed token hashes. Each ``add`` is one transaction."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from memory.episodic import index_tokens
-from memory.models import Event, EventType
+from memory.episodic import AddReport, Evicted, StoredEvent, eviction_value, merged_confidence
+from memory.models import EventType
 from memory.settings import Settings
 from memory.sqlite import SQLiteFile, sqlite_path
 
@@ -25,21 +26,25 @@ CREATE TABLE IF NOT EXISTS events (
     ts REAL NOT NULL,
     event_type TEXT NOT NULL,
     role TEXT NOT NULL,
-    keywords TEXT NOT NULL,
-    summary TEXT NOT NULL,
+    lang TEXT NOT NULL,
     text_hash TEXT NOT NULL,
     message_ids TEXT NOT NULL,
     confidence REAL NOT NULL,
     count INTEGER NOT NULL,
+    weight REAL NOT NULL,
+    status TEXT NOT NULL,
+    sealed BLOB NOT NULL,
     embedding BLOB NOT NULL,
     updated_at REAL NOT NULL
 );
-CREATE INDEX IF NOT EXISTS events_by_user ON events (tenant, user_id, event_type);
+CREATE INDEX IF NOT EXISTS events_by_user ON events (tenant, user_id, status, event_type);
+CREATE TABLE IF NOT EXISTS aliases (event_id TEXT PRIMARY KEY, canonical_id TEXT NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5 (tokens, tokenize = 'unicode61');
 """
 
-_COLUMNS = ("event_id, tenant, user_id, session_id, ts, event_type, role, keywords, summary, text_hash, "
-            "message_ids, confidence, count")
+_FIELDS = ("event_id", "tenant", "user_id", "session_id", "ts", "event_type", "role", "lang", "text_hash",
+           "message_ids", "confidence", "count", "weight", "status", "sealed")
+_COLUMNS = ", ".join(_FIELDS)
 
 
 class SQLiteEpisodicStore:
@@ -50,65 +55,118 @@ class SQLiteEpisodicStore:
     def from_url(cls, url: str, settings: Settings) -> SQLiteEpisodicStore:
         return cls(sqlite_path(url))
 
-    def upsert(self, events: Sequence[Event], vectors: np.ndarray) -> None:
-        now = time.time()
+    def add(self, events: Sequence[StoredEvent], vectors: np.ndarray, merge_threshold: float,
+            cap: int) -> AddReport:
+        report = AddReport()
+        users = {(e.tenant, e.user_id) for e in events}
 
         def write(conn: sqlite3.Connection) -> None:
             for event, vector in zip(events, vectors, strict=True):
-                row = conn.execute(
-                    f"""INSERT INTO events ({_COLUMNS}, embedding, updated_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                        ON CONFLICT (event_id) DO UPDATE SET
-                          ts = excluded.ts, event_type = excluded.event_type, keywords = excluded.keywords,
-                          summary = excluded.summary, text_hash = excluded.text_hash,
-                          message_ids = excluded.message_ids, confidence = excluded.confidence,
-                          embedding = excluded.embedding, updated_at = excluded.updated_at
-                        RETURNING rowid""",
-                    (event.event_id, event.tenant, event.user_id, event.session_id, event.ts,
-                     event.event_type.value, event.role.value, json.dumps(event.keywords, ensure_ascii=False),
-                     event.summary, event.text_hash, json.dumps(event.message_ids), event.confidence,
-                     event.count, np.asarray(vector, dtype=np.float32).tobytes(), now),
-                ).fetchone()
-                tokens = " ".join(index_tokens(event.tenant, event.user_id, event.tokens))
-                conn.execute("DELETE FROM events_fts WHERE rowid = ?", (row[0],))
-                conn.execute("INSERT INTO events_fts (rowid, tokens) VALUES (?, ?)", (row[0], tokens))
+                _add_one(conn, event, np.asarray(vector, dtype=np.float32), merge_threshold, report)
+            for tenant, user_id in users:
+                report.evicted += _enforce_cap(conn, tenant, user_id, cap)
 
         self._db.transaction(write)
+        return report
 
     def keyword_search(self, tenant, user_id, tokens, types, k):
-        hashed = sorted(set(index_tokens(tenant, user_id, tokens)))
-        if not hashed:
+        if not tokens:
             return []
-        match = " OR ".join(f'"{t}"' for t in hashed)
+        match = " OR ".join(f'"{t}"' for t in sorted(set(tokens)))
         type_sql, type_args = _type_filter(types)
         sql = f"""SELECT e.event_id, -bm25(events_fts) FROM events_fts JOIN events e ON e.rowid = events_fts.rowid
-                  WHERE events_fts MATCH ? AND e.tenant = ? AND e.user_id = ? {type_sql}
+                  WHERE events_fts MATCH ? AND e.tenant = ? AND e.user_id = ? AND e.status = 'live' {type_sql}
                   ORDER BY bm25(events_fts) LIMIT ?"""
         rows = self._db.run(lambda c: c.execute(sql, (match, tenant, user_id, *type_args, k)).fetchall())
         return [(r[0], float(r[1])) for r in rows]
 
     def vector_search(self, tenant, user_id, vector, types, k):
-        type_sql, type_args = _type_filter(types)
-        sql = f"SELECT event_id, embedding FROM events e WHERE tenant = ? AND user_id = ? {type_sql}"
-        rows = self._db.run(lambda c: c.execute(sql, (tenant, user_id, *type_args)).fetchall())
-        if not rows:
+        ids, matrix = self._db.run(lambda c: _live_vectors(c, tenant, user_id, types))
+        if not ids:
             return []
-        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
         sims = matrix @ np.asarray(vector, dtype=np.float32)
         best = np.argsort(-sims)[:k]
-        return [(rows[i][0], float(sims[i])) for i in best]
+        return [(ids[i], float(sims[i])) for i in best]
 
     def get(self, tenant, user_id, event_ids):
         if not event_ids:
             return []
         marks = ",".join("?" * len(event_ids))
-        sql = f"SELECT {_COLUMNS} FROM events e WHERE tenant = ? AND user_id = ? AND event_id IN ({marks})"
+        sql = f"SELECT {_COLUMNS} FROM events WHERE tenant = ? AND user_id = ? AND event_id IN ({marks})"
         rows = self._db.run(lambda c: c.execute(sql, (tenant, user_id, *event_ids)).fetchall())
         found = {r[0]: _event(r) for r in rows}
         return [found[i] for i in event_ids if i in found]
 
+    def live_count(self, tenant, user_id):
+        sql = "SELECT COUNT(*) FROM events WHERE tenant = ? AND user_id = ? AND status = 'live'"
+        return self._db.run(lambda c: c.execute(sql, (tenant, user_id)).fetchone()[0])
+
     def ping(self) -> None:
         self._db.run(lambda c: c.execute("SELECT 1").fetchone())
+
+
+def _add_one(conn: sqlite3.Connection, event: StoredEvent, vector: np.ndarray, threshold: float,
+             report: AddReport) -> None:
+    known = conn.execute("SELECT 1 FROM events WHERE event_id = ? UNION ALL "
+                         "SELECT 1 FROM aliases WHERE event_id = ?", (event.event_id, event.event_id)).fetchone()
+    if known:
+        report.known.append(event.event_id)
+        return
+    ids, matrix = _live_vectors(conn, event.tenant, event.user_id, [event.event_type], role=event.role.value)
+    if ids:
+        sims = matrix @ vector
+        best = int(np.argmax(sims))
+        if sims[best] >= threshold:
+            target = ids[best]
+            row = conn.execute("SELECT confidence, message_ids FROM events WHERE event_id = ?", (target,)).fetchone()
+            message_ids = list(dict.fromkeys(json.loads(row[1]) + event.message_ids))
+            conn.execute(
+                "UPDATE events SET count = count + 1, confidence = ?, message_ids = ?, ts = MAX(ts, ?), "
+                "updated_at = ? WHERE event_id = ?",
+                (merged_confidence(row[0], event.confidence), json.dumps(message_ids), event.ts, time.time(),
+                 target),
+            )
+            conn.execute("INSERT INTO aliases VALUES (?, ?)", (event.event_id, target))
+            report.merged[event.event_id] = target
+            return
+    values = [getattr(event, f) for f in _FIELDS]
+    values[_FIELDS.index("event_type")] = event.event_type.value
+    values[_FIELDS.index("role")] = event.role.value
+    values[_FIELDS.index("message_ids")] = json.dumps(event.message_ids)
+    rowid = conn.execute(
+        f"INSERT INTO events ({_COLUMNS}, embedding, updated_at) VALUES ({','.join('?' * (len(_FIELDS) + 2))}) "
+        "RETURNING rowid", (*values, vector.tobytes(), time.time()),
+    ).fetchone()[0]
+    conn.execute("INSERT INTO events_fts (rowid, tokens) VALUES (?, ?)", (rowid, " ".join(event.tokens)))
+    report.inserted.append(event.event_id)
+
+
+def _enforce_cap(conn: sqlite3.Connection, tenant: str, user_id: str, cap: int) -> list[Evicted]:
+    live = conn.execute("SELECT COUNT(*) FROM events WHERE tenant = ? AND user_id = ? AND status = 'live'",
+                        (tenant, user_id)).fetchone()[0]
+    if live <= cap:
+        return []
+    rows = conn.execute(f"SELECT {_COLUMNS} FROM events WHERE tenant = ? AND user_id = ? AND status = 'live'",
+                        (tenant, user_id)).fetchall()
+    now = time.time()
+    doomed = sorted((_event(r) for r in rows), key=lambda e: eviction_value(e, now))[: live - cap]
+    conn.executemany("UPDATE events SET status = 'evicted', updated_at = ? WHERE event_id = ?",
+                     [(now, e.event_id) for e in doomed])
+    return [Evicted(tenant=tenant, user_id=user_id, event_id=e.event_id, event_type=e.event_type) for e in doomed]
+
+
+def _live_vectors(conn: sqlite3.Connection, tenant: str, user_id: str, types: Collection[EventType] | None,
+                  role: str | None = None) -> tuple[list[str], np.ndarray]:
+    type_sql, args = _type_filter(types)
+    if role:
+        type_sql += " AND e.role = ?"
+        args.append(role)
+    rows = conn.execute(f"SELECT event_id, embedding FROM events e WHERE tenant = ? AND user_id = ? "
+                        f"AND status = 'live' {type_sql}", (tenant, user_id, *args)).fetchall()
+    if not rows:
+        return [], np.zeros((0, 0), dtype=np.float32)
+    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    return [r[0] for r in rows], matrix
 
 
 def _type_filter(types: Collection[EventType] | None) -> tuple[str, list[str]]:
@@ -118,9 +176,7 @@ def _type_filter(types: Collection[EventType] | None) -> tuple[str, list[str]]:
     return f"AND e.event_type IN ({','.join('?' * len(values))})", values
 
 
-def _event(row: tuple) -> Event:
-    return Event(
-        event_id=row[0], tenant=row[1], user_id=row[2], session_id=row[3], ts=row[4], event_type=row[5],
-        role=row[6], keywords=json.loads(row[7]), summary=row[8], text_hash=row[9],
-        message_ids=json.loads(row[10]), confidence=row[11], count=row[12],
-    )
+def _event(row: tuple) -> StoredEvent:
+    fields = dict(zip(_FIELDS, row, strict=True))
+    fields["message_ids"] = json.loads(fields["message_ids"])
+    return StoredEvent(**fields)

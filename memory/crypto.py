@@ -1,0 +1,120 @@
+"""Per-user keys and what they protect.
+
+Each user gets a random 256-bit data key, stored wrapped (AES-GCM) by the master key. Event texts are
+sealed with the user's key and keyword-index tokens are keyed hashes (HMAC-SHA256) under it, so the
+episodic store holds no plaintext content and destroying one key makes all of that user's sealed text
+unreadable and their index tokens unmatchable (crypto-shredding).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from memory.errors import ConfigurationError, NotFound
+from memory.settings import Settings
+from memory.sqlite import SQLiteFile
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS user_keys (
+    tenant TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    wrapped BLOB NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (tenant, user_id)
+);
+"""
+_NONCE = 12
+
+
+def load_master_key(settings: Settings) -> bytes:
+    """``MNEME_MASTER_KEY`` (base64, 32 bytes), else a key file created once in the data dir (mode 0600)."""
+    if settings.master_key:
+        key = base64.b64decode(settings.master_key)
+        if len(key) != 32:
+            raise ConfigurationError("MNEME_MASTER_KEY must be 32 bytes, base64-encoded")
+        return key
+    path = settings.data_dir / "master.key"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(AESGCM.generate_key(bit_length=256))
+    for _ in range(50):  # another process may be writing it right now
+        key = path.read_bytes()
+        if len(key) == 32:
+            return key
+        time.sleep(0.01)
+    raise ConfigurationError(f"{path} is not a 32-byte key")
+
+
+def seal(key: bytes, plaintext: bytes, context: str) -> bytes:
+    nonce = os.urandom(_NONCE)
+    return nonce + AESGCM(key).encrypt(nonce, plaintext, context.encode())
+
+
+def unseal(key: bytes, sealed: bytes, context: str) -> bytes:
+    return AESGCM(key).decrypt(sealed[:_NONCE], sealed[_NONCE:], context.encode())
+
+
+def keyed_tokens(key: bytes, tokens: Sequence[str]) -> list[str]:
+    return [hmac.new(key, t.encode("utf-8"), hashlib.sha256).hexdigest()[:16] for t in tokens]
+
+
+class UserKeys:
+    def __init__(self, path: Path, master: bytes) -> None:
+        self._db = SQLiteFile(path, _SCHEMA, "key store")
+        self._master = master
+        self._cache: dict[tuple[str, str], bytes] = {}
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> UserKeys:
+        return cls(settings.data_dir / "keys.db", load_master_key(settings))
+
+    def get(self, tenant: str, user_id: str, create: bool = True) -> bytes | None:
+        """The user's data key; created on first use when ``create``, else None if there is none."""
+        cached = self._cache.get((tenant, user_id))
+        if cached is not None:
+            return cached
+        context = f"{tenant}\x1f{user_id}"
+
+        def load(conn) -> bytes | None:
+            if create:
+                wrapped = seal(self._master, AESGCM.generate_key(bit_length=256), context)
+                conn.execute("INSERT OR IGNORE INTO user_keys VALUES (?, ?, ?, ?)",
+                             (tenant, user_id, wrapped, time.time()))
+            row = conn.execute("SELECT wrapped FROM user_keys WHERE tenant = ? AND user_id = ?",
+                               (tenant, user_id)).fetchone()
+            return row[0] if row else None
+
+        wrapped = self._db.transaction(load)
+        if wrapped is None:
+            return None
+        try:
+            key = unseal(self._master, wrapped, context)
+        except InvalidTag as exc:
+            raise ConfigurationError("a user key does not open with this master key (wrong MNEME_MASTER_KEY?)") from exc
+        if len(self._cache) > 10_000:
+            self._cache.clear()
+        self._cache[(tenant, user_id)] = key
+        return key
+
+    def destroy(self, tenant: str, user_id: str) -> None:
+        """Crypto-shred: every text sealed with this key becomes unreadable."""
+        deleted = self._db.run(
+            lambda c: c.execute("DELETE FROM user_keys WHERE tenant = ? AND user_id = ?", (tenant, user_id)).rowcount
+        )
+        self._cache.pop((tenant, user_id), None)
+        if not deleted:
+            raise NotFound(f"no key for user {user_id!r}")

@@ -1,0 +1,202 @@
+"""Optional LLM extraction stage: one message → typed events + ``llm`` facts via an OpenAI-compatible chat API.
+
+The rules (:mod:`memory.extraction`) always run first; their result is the *fallback*. This stage never
+raises for an LLM problem and never loses a message: on a timeout, an unreachable endpoint, an HTTP error,
+output that is not the expected JSON, or an exhausted daily token budget it returns the fallback unchanged,
+says why in an :class:`LLMOutcome` and counts the reason in ``HINCRBY mneme:llm:failures <reason> 1``.
+
+Budget: each tenant may spend ``llm_daily_token_budget`` tokens per UTC day (``keys.llm_tokens``, 2-day TTL);
+0 disables the stage. The check happens before the call, so concurrent workers can overshoot by a call each.
+Redis errors are not LLM problems: they raise :class:`TransientError`, as everywhere else.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import httpx
+import redis
+from pydantic import BaseModel, Field, StringConstraints, ValidationError
+
+from memory import ids, keys
+from memory.errors import ConfigurationError, TransientError
+from memory.models import Event, EventType, Extraction, Fact, FactSource, Message, Relation, Role
+from memory.settings import Settings
+from memory.text import cut, sha256, tokenize
+from memory.working import REDIS_ERRORS
+
+TOKENS_TTL_S = 2 * 24 * 3600
+EVENT_CONFIDENCE = 0.6
+MAX_COMPLETION_TOKENS = 512
+
+_FENCE = re.compile(r"\A\s*```(?:json|JSON)?[ \t]*\n?(.*?)\n?\s*```\s*\Z", re.S)
+
+SYSTEM_PROMPT = f"""你是一个记忆抽取器。You are a memory extractor for a tutoring agent.
+读取一条对话消息，只输出一个 JSON 对象，不要任何解释或 markdown。
+Read one conversation message and output ONE strict JSON object, nothing else:
+{{"events": [{{"event_type": "<type>", "keywords": ["≤3 个关键词 / keywords"], "summary": "≤50 字 / chars"}}],
+ "facts": [{{"relation": "<relation>", "object": "1-30 字 / chars", "confidence": 0.1-1.0}}]}}
+允许的 event_type / allowed event types: {", ".join(t.value for t in EventType)}
+允许的 relation / allowed relations: {", ".join(r.value for r in Relation)}
+规则 / rules: 至少一个 event (at least one event); 只用上面的取值 (only the values above);
+facts 只描述用户本人 (facts are about the user only); 助手消息 facts 为空 (assistant message: "facts": []);
+用消息的语言写 summary 和 keywords (write them in the message's language)."""
+
+
+class LLMEvent(BaseModel):
+    event_type: EventType
+    keywords: list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]] = Field(max_length=3)
+    summary: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=50)]
+
+
+class LLMFact(BaseModel):
+    relation: Relation
+    object: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=30)]
+    confidence: float = Field(ge=0.1, le=1.0)
+
+
+class LLMOutput(BaseModel):
+    """What the model must answer. Keys beyond these are ignored; a missing ``facts`` means none."""
+
+    events: list[LLMEvent] = Field(min_length=1)
+    facts: list[LLMFact] = Field(default_factory=list)
+
+
+class LLMOutcome(BaseModel):
+    used_llm: bool
+    reason: str  # ok | timeout | unreachable | http_<status> | malformed | schema | budget_exhausted
+    tokens: int = 0  # tokens charged to the tenant's budget by this call
+
+
+class _Failure(Exception):
+    def __init__(self, reason: str, tokens: int = 0) -> None:
+        super().__init__(reason)
+        self.reason, self.tokens = reason, tokens
+
+
+def _safe(text: str) -> str:
+    """Model text stored like cleaned text: HTML-escaped once, whatever the model echoed."""
+    return html.escape(html.unescape(text), quote=False)
+
+
+class LLMExtractor:
+    """Calls the chat endpoint for one message at a time. Close it (or use ``with``) to free connections."""
+
+    def __init__(self, settings: Settings, client: redis.Redis, clock: Callable[[], float] = time.time) -> None:
+        if not settings.llm_base_url:
+            raise ConfigurationError("MNEME_LLM_BASE_URL is not set; the LLM stage is off")
+        self.settings, self.redis, self.clock = settings, client, clock
+        self.url = settings.llm_base_url.rstrip("/") + "/chat/completions"
+        headers = {"authorization": f"Bearer {settings.llm_api_key}"} if settings.llm_api_key else {}
+        self.http = httpx.Client(timeout=settings.llm_timeout_s, headers=headers)
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> LLMExtractor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def extract(self, message: Message, fallback: Extraction) -> tuple[Extraction, LLMOutcome]:
+        """The LLM's events and facts for ``message``, or ``fallback`` unchanged and the reason why not."""
+        try:
+            budget_key = keys.llm_tokens(message.tenant, datetime.fromtimestamp(self.clock(), UTC).strftime("%Y%m%d"))
+            try:
+                output, tokens = self._call(message, budget_key)
+                try:
+                    return self._build(message, output), LLMOutcome(used_llm=True, reason="ok", tokens=tokens)
+                except ValidationError:  # a value valid for the answer but not for an Event or Fact
+                    raise _Failure("schema", tokens) from None
+            except _Failure as failure:
+                self.redis.hincrby(keys.LLM_FAILURES, failure.reason, 1)
+                return fallback, LLMOutcome(used_llm=False, reason=failure.reason, tokens=failure.tokens)
+        except REDIS_ERRORS as exc:
+            raise TransientError(f"LLM budget store unavailable: {exc}") from exc
+
+    def _call(self, message: Message, budget_key: str) -> tuple[LLMOutput, int]:
+        budget = self.settings.llm_daily_token_budget
+        if budget <= 0 or int(self.redis.get(budget_key) or 0) >= budget:
+            raise _Failure("budget_exhausted")
+        prompt = [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": f"role: {message.role.value}\nmessage:\n{html.unescape(message.content)}"},
+        ]
+        body = {"model": self.settings.llm_model, "messages": prompt, "temperature": 0,
+                "max_tokens": MAX_COMPLETION_TOKENS, "response_format": {"type": "json_object"}}
+        try:
+            response = self.http.post(self.url, json=body)
+        except httpx.TimeoutException as exc:
+            raise _Failure("timeout") from exc
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:  # refused, DNS, TLS, reset, bad URL
+            raise _Failure("unreachable") from exc
+        if not response.is_success:
+            raise _Failure(f"http_{response.status_code}")
+        try:
+            envelope = response.json()
+            content = envelope["choices"][0]["message"]["content"]
+            usage = envelope.get("usage") or {}
+        except (ValueError, LookupError, TypeError, AttributeError):
+            raise _Failure("malformed") from None
+        if not isinstance(content, str):
+            raise _Failure("malformed")
+        total = usage.get("total_tokens") if isinstance(usage, dict) else None
+        if not isinstance(total, int) or isinstance(total, bool) or total < 0:
+            total = len("".join(m["content"] for m in prompt) + content) // 2
+        with self.redis.pipeline(transaction=True) as pipe:
+            pipe.incrby(budget_key, total).expire(budget_key, TOKENS_TTL_S).execute()
+        fenced = _FENCE.match(content)
+        try:
+            data: Any = json.loads(fenced.group(1) if fenced else content)
+        except (ValueError, RecursionError):
+            raise _Failure("malformed", total) from None
+        try:
+            return LLMOutput.model_validate(data), total
+        except ValidationError:
+            raise _Failure("schema", total) from None
+
+    def _build(self, message: Message, output: LLMOutput) -> Extraction:
+        events: dict[EventType, Event] = {}
+        for item in output.events:  # one event per type: its id is derived from the type
+            events.setdefault(item.event_type, Event(
+                event_id=ids.event_id(message.tenant, message.user_id, message.message_id,
+                                      "llm:" + item.event_type.value, 0),
+                tenant=message.tenant,
+                user_id=message.user_id,
+                session_id=message.session_id,
+                ts=message.client_ts,
+                event_type=item.event_type,
+                role=message.role,
+                keywords=[_safe(k) for k in item.keywords][:3],
+                summary=cut(_safe(item.summary), 50),
+                text_hash=sha256(message.content),
+                message_ids=[message.message_id],
+                confidence=EVENT_CONFIDENCE,
+                tokens=tokenize(message.content),
+            ))
+        evidence = next(iter(events.values())).event_id
+        facts: dict[tuple[Relation, str], Fact] = {}
+        if message.role is Role.user:
+            for item in output.facts:
+                obj = _safe(item.object)
+                facts.setdefault((item.relation, obj.lower()), Fact(
+                    tenant=message.tenant, user_id=message.user_id, relation=item.relation, object=obj,
+                    confidence=item.confidence, source=FactSource.llm, evidence_id=evidence,
+                    message_ids=[message.message_id], ts=message.client_ts,
+                ))
+        return Extraction(events=list(events.values()), facts=list(facts.values()))
+
+
+def llm_failures(client: redis.Redis) -> dict[str, int]:
+    """Failure counters by reason (``timeout``, ``http_500``, ``schema``, …), for operators and metrics."""
+    try:
+        return {reason: int(count) for reason, count in client.hgetall(keys.LLM_FAILURES).items()}
+    except REDIS_ERRORS as exc:
+        raise TransientError(f"LLM failure counters unavailable: {exc}") from exc

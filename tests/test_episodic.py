@@ -1,0 +1,77 @@
+"""Episodic memory through the real API and workers: multilingual recall, data minimisation, merge."""
+
+import time
+
+import numpy as np
+import pytest
+
+from memory.embedding import USEEmbedder
+
+PAIRS = [("我总把加速度和速度搞混", "I always confuse acceleration and velocity"),
+         ("我喜欢用动画学物理", "I like learning physics with animations"),
+         ("楞次定律说感应电流的磁场阻碍磁通量的变化", "Lenz's law says the induced current opposes the change in flux"),
+         ("右手定则用来判断电流方向", "The right-hand rule tells the direction of the current"),
+         ("回答简短一点", "Please keep your answers short"),
+         ("怎么退款", "How do I get a refund")]
+
+
+def test_default_embedder_maps_chinese_and_english_into_one_space():
+    model = USEEmbedder()
+    zh = model.embed([a for a, _ in PAIRS])
+    en = model.embed([b for _, b in PAIRS])
+    assert np.allclose(np.linalg.norm(zh, axis=1), 1, atol=1e-5)
+    assert list(np.argmax(zh @ en.T, axis=1)) == list(range(len(PAIRS)))  # each zh finds its en paraphrase
+    assert list(np.argmax(en @ zh.T, axis=1)) == list(range(len(PAIRS)))  # and the other way round
+
+
+def remember_all(client, uid, texts, role="user", start=0):
+    jobs = [client.remember(user_id=f"u{uid}", session_id=f"s{uid}", message_id=f"m{i}", role=role,
+                            content=t, client_ts=time.time() - 100 + i).job_id
+            for i, t in enumerate(texts, start)]
+    return client.wait(jobs)
+
+
+@pytest.mark.parametrize("query_side", ["zh", "en"])
+def test_recall_crosses_languages(client, uid, query_side):
+    memories = [b for _, b in PAIRS] if query_side == "zh" else [a for a, _ in PAIRS]
+    remember_all(client, uid, memories)
+    for i, (zh, en) in enumerate(PAIRS):
+        query = zh if query_side == "zh" else en
+        top = client.recall(user_id=f"u{uid}", query=query, k=3).events
+        assert f"m{i}" in top[0].message_ids, (query, [h.summary for h in top])
+
+
+def test_episodic_index_holds_no_plaintext_but_authorised_recall_gets_the_text(client, uid, stack):
+    secret = f"变量名叫 zeta_{uid}_velocity，记住它"
+    remember_all(client, uid, [f"第一步：设 zeta_{uid}_velocity = v0 + a*t。{secret}"], role="assistant")
+    data = b"".join(p.read_bytes() for p in stack.data_dir.glob("episodic.db*"))
+    assert f"zeta_{uid}".encode() not in data and "记住它".encode() not in data
+    hits = client.recall(user_id=f"u{uid}", query="你上次说的那个变量名叫什么", k=1, include_text=True).events
+    assert secret in hits[0].text and hits[0].event_type == "plan"
+    assert client.recall(user_id=f"u{uid}", query="变量名", k=1).events[0].text is None
+
+
+def test_destroying_a_users_key_makes_their_text_unreadable(client, uid, runtime):
+    [job] = remember_all(client, uid, ["我的银行卡密码提示是小猫"])
+    [stored] = runtime.episodic_store.get("default", f"u{uid}", job.event_ids)
+    assert "小猫" in runtime.episodic.reveal(stored).text
+    runtime.keys.destroy("default", f"u{uid}")
+    fresh = type(runtime)(runtime.settings)  # a process that never cached the old key
+    assert fresh.episodic.reveal(stored) is None
+    assert client.recall(user_id=f"u{uid}", query="银行卡密码", k=5).events == []
+
+
+def test_repeated_questions_merge_into_one_event(client, uid):
+    jobs = remember_all(client, uid, ["怎么退款", "怎么退款", "怎么退款？"])
+    assert sum(j.merged or 0 for j in jobs) == 2
+    [hit] = [h for h in client.recall(user_id=f"u{uid}", query="退款", k=5).events if h.event_type == "question"]
+    assert hit.count == 3 and hit.message_ids == ["m0", "m1", "m2"] and hit.confidence > 0.7
+
+
+def test_inferred_type_puts_plans_first(client, uid):
+    remember_all(client, uid, ["我想问问动量守恒的题", "动量守恒题先画受力图"])
+    remember_all(client, uid, ["第一步：分析系统受力；第二步：列动量守恒方程；第三步：解方程。"], role="assistant",
+                 start=2)
+    result = client.recall(user_id=f"u{uid}", query="上次那个方案是什么", k=3)
+    assert result.inferred_types == ["plan"] and result.events[0].event_type == "plan"
+    assert result.events[0].why["type_match"] == 1.0

@@ -1,0 +1,71 @@
+"""The LLM stage inside the real pipeline: its own stack with the LLM endpoint played by a local STUB
+(no LLM can run here). Messages the rules cannot type go through the ``llm`` queue; whatever the stub
+answers, the message is never lost."""
+
+import pytest
+
+from memory.llm import llm_failures
+from memory.runtime import Runtime
+from tests.llm_stub import StubLLM
+from workers.client import MnemeClient
+from workers.stack import Stack, free_port
+
+
+@pytest.fixture(scope="module")
+def stub():
+    with StubLLM() as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def llm_stack(tmp_path_factory, stub):
+    s = Stack(tmp_path_factory.mktemp("llm-stack"), api_port=free_port(), beat=False, flower=False,
+              env={"MNEME_REDIS_URL": "", "MNEME_LLM_BASE_URL": stub.base_url, "MNEME_LLM_TIMEOUT_S": "1"})
+    s.start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def llm_client(llm_stack):
+    with MnemeClient(llm_stack.api_url) as c:
+        yield c
+
+
+def send(client, uid, text, i=0):
+    accepted = client.remember(user_id=f"u{uid}", session_id=f"s{uid}", message_id=f"m{i}", role="user",
+                               content=text)
+    [job] = client.wait([accepted.job_id], timeout=60)
+    return job
+
+
+def test_llm_types_what_the_rules_could_not(llm_client, stub, uid):
+    stub.reply_json({"events": [{"event_type": "goal", "keywords": ["清华", "物理系"], "summary": "想考清华物理系"}],
+                     "facts": [{"relation": "likes", "object": "物理", "confidence": 0.6}]})
+    job = send(llm_client, uid, "明年夏天的目标是清华物理系")
+    assert job.state == "done" and job.llm == "ok"
+    result = llm_client.recall(user_id=f"u{uid}", query="我的目标", k=3)
+    assert result.events[0].event_type == "goal" and result.events[0].summary == "想考清华物理系"
+    assert [(f.relation, f.object, f.source) for f in result.facts] == [("likes", "物理", "llm")]
+
+
+@pytest.mark.parametrize(("behave", "reason"), [
+    (lambda s: s.reply_text("sorry, I cannot do JSON"), "malformed"),
+    (lambda s: s.reply_json({"events": [{"event_type": "gossip", "keywords": [], "summary": "x"}]}), "schema"),
+    (lambda s: s.hang(3), "timeout"),
+    (lambda s: s.fail(500), "http_500"),
+])
+def test_llm_failure_falls_back_to_the_rules_and_is_counted(llm_client, llm_stack, stub, uid, behave, reason):
+    before = llm_failures(Runtime(llm_stack.settings).redis).get(reason, 0)
+    behave(stub)
+    job = send(llm_client, uid, "The meeting moved to Thursday afternoon")
+    assert job.state == "done" and job.llm == reason
+    [hit] = llm_client.recall(user_id=f"u{uid}", query="meeting Thursday", k=1).events
+    assert hit.event_type == "statement" and hit.message_ids == ["m0"]  # the rules' event: nothing lost
+    assert llm_failures(Runtime(llm_stack.settings).redis)[reason] == before + 1
+
+
+def test_typed_messages_skip_the_llm(llm_client, stub, uid):
+    calls = len(stub.requests)
+    job = send(llm_client, uid, "我今年16岁")
+    assert job.llm is None and len(stub.requests) == calls
