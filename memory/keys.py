@@ -14,9 +14,11 @@ expects a single Redis (or a primary with replicas), not Redis Cluster.
 | mneme:pending                         | zset | job ids accepted and not yet done       | none (1)       |
 | mneme:llm:tokens:{tenant}:{yyyymmdd}  | str  | LLM tokens spent that UTC day           | 2 days         |
 | mneme:llm:failures                    | hash | reason → count of LLM calls that failed | none (2)       |
+| mneme:adapter:current                 | str  | the published query-adapter version     | none (3)       |
 
 (1) a member leaves when its job is done or failed; the redrive task drops members whose job expired.
 (2) a handful of counters (one field per failure reason), kept for operators and metrics.
+(3) one small value that must outlive any session; deleting it reverts to the bare embedder.
 """
 
 from __future__ import annotations
@@ -55,3 +57,4 @@ def llm_tokens(tenant: str, day: str) -> str:
 
 
 LLM_FAILURES = f"{PREFIX}:llm:failures"
+ADAPTER_CURRENT = f"{PREFIX}:adapter:current"

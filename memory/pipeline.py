@@ -9,10 +9,12 @@ from __future__ import annotations
 import html
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel
 
+from memory import keys, tuning
 from memory.audit import eviction_record, graph_write_record
 from memory.episodic import AddReport
 from memory.extraction import extract
@@ -79,3 +81,13 @@ def graph_stage(rt: Runtime, job_id: str, facts: Sequence[Fact]) -> list[dict]:
 
 def stale_jobs(rt: Runtime, limit: int) -> list[tuple[str, Message]]:
     return rt.jobs.stale(rt.settings.redrive_after_s, limit)
+
+
+def tuning_stage(rt: Runtime, pairs_path: Path, *, publish: bool, dry_run: bool, rank: int, epochs: int) -> dict:
+    pairs = tuning.read_pairs(pairs_path)
+    if dry_run:
+        return {"pairs": len(pairs), "dry_run": True}
+    report = tuning.train(rt.embedder, pairs, tuning.adapters_dir(rt.settings.data_dir), rank=rank, epochs=epochs)
+    if publish:
+        rt.redis.set(keys.ADAPTER_CURRENT, report.version)
+    return {**report.model_dump(), "published": publish, "dry_run": False}

@@ -118,7 +118,7 @@ def recall(rt: Runtime, tenant: str, user_id: str, query: str, k: int = 5, sessi
 def search_events(rt: Runtime, tenant: str, user_id: str, query: str, k: int,
                   types: Collection[EventType] | None = None, inferred: frozenset[EventType] = frozenset(),
                   include_text: bool = False) -> list[EventHit]:
-    vector = rt.embedder.embed([query])[0]
+    vector = rt.embed_query(query)
     hits: list[EventHit] = []
     if inferred:  # what the query clearly asks for first, then the rest
         hits = _ranked(rt, tenant, user_id, query, vector, k, inferred, include_text, type_match=1.0)

@@ -6,10 +6,13 @@ The API and every worker build one ``Runtime`` (``get_runtime()``); tests build 
 from __future__ import annotations
 
 import threading
+import time
 from functools import cached_property, lru_cache
 
+import numpy as np
 import redis
 
+from memory import keys
 from memory.audit import AuditSink
 from memory.crypto import UserKeys
 from memory.embedding import Embedder
@@ -20,13 +23,18 @@ from memory.jobs import Jobs
 from memory.llm import LLMExtractor
 from memory.registry import open_backend
 from memory.settings import Settings, get_settings
-from memory.working import WorkingMemory
+from memory.tuning import QueryAdapter, adapters_dir
+from memory.working import REDIS_ERRORS, WorkingMemory
+
+ADAPTER_CHECK_S = 2.0
 
 
 class Runtime:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._embedder_lock = threading.Lock()
+        self._adapter: QueryAdapter | None = None
+        self._adapter_checked = -ADAPTER_CHECK_S
 
     @cached_property
     def redis(self) -> redis.Redis:
@@ -77,6 +85,27 @@ class Runtime:
     @property
     def embedder_loaded(self) -> bool:
         return "_embedder" in self.__dict__
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """A query vector, through the published LoRA query adapter when there is one. The published
+        version is re-read at most every ``ADAPTER_CHECK_S``, so a new adapter is live within seconds."""
+        vector = self.embedder.embed([text])
+        adapter = self._query_adapter()
+        return (adapter.apply(vector) if adapter else vector)[0]
+
+    def _query_adapter(self) -> QueryAdapter | None:
+        now = time.monotonic()
+        if now - self._adapter_checked >= ADAPTER_CHECK_S:
+            self._adapter_checked = now
+            try:
+                version = self.redis.get(keys.ADAPTER_CURRENT)
+            except REDIS_ERRORS:
+                version = self._adapter.version if self._adapter else None  # keep what we have
+            if not version:
+                self._adapter = None
+            elif self._adapter is None or self._adapter.version != version:
+                self._adapter = QueryAdapter.load(adapters_dir(self.settings.data_dir), version, self.embedder.dim)
+        return self._adapter
 
     def health(self) -> dict[str, str]:
         """Each backend: "ok" or what is wrong with it."""

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from celery import shared_task
 
 from memory import pipeline
+from memory.pipeline import tuning_stage
 from memory.runtime import get_runtime
 from tasks.base import MnemeTask
 from tasks.pipeline import extract
@@ -21,3 +24,12 @@ def redrive(dry_run: bool = False, limit: int = 500) -> dict:
                                 task_id=job_id)
     return {"stale": len(stale), "resent": 0 if dry_run else len(stale), "dry_run": dry_run,
             "job_ids": [job_id for job_id, _ in stale]}
+
+
+@shared_task(name="memory.train_adapter", base=MnemeTask, stage="maintenance")
+def train_adapter(pairs_path: str, publish: bool = True, dry_run: bool = False, rank: int = 8,
+                  epochs: int = 60) -> dict:
+    """Fine-tune a LoRA query adapter on (query, positive) pairs from a JSON-lines file; publishing it
+    switches every process to it within seconds."""
+    return tuning_stage(get_runtime(), Path(pairs_path), publish=publish, dry_run=dry_run, rank=rank,
+                        epochs=epochs)

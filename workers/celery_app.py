@@ -22,6 +22,7 @@ ROUTES = {
     "memory.upsert_graph": "graph",
     "memory.audit": "audit",
     "memory.redrive": "maintenance",
+    "memory.train_adapter": "maintenance",
 }
 
 
