@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run demo test bench clean
+.PHONY: install run demo test bench bench-recall clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,3 +31,6 @@ clean:
 
 bench: install
 	$(PY) -m bench.smoke
+
+bench-recall: install
+	$(PY) -m bench.recall

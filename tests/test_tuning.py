@@ -15,11 +15,13 @@ from workers.celery_app import create_celery
 
 # Queries phrased the way this product's users ask, and the memory that answers each.
 PAIRS = [
-    ("我上次说哪个概念总搞混", "我总把加速度和速度搞混"), ("what did I say I mix up", "I always mix up mass and weight"),
+    ("我上次说哪个概念总搞混", "我总把加速度和速度搞混"),
+    ("what did I say I mix up", "I always mix up mass and weight"),
     ("我之前说过我喜欢怎么学", "我喜欢用动画学物理"), ("how did I say I like to learn", "I learn best with diagrams"),
     ("我几岁来着", "我今年17岁"), ("how old did I tell you I am", "I'm 15 years old"),
     ("你上次给的变量名", "变量名叫 v_final"), ("the variable name you gave me", "call the variable total_cost"),
-    ("上次那个方案是什么", "第一步列方程，第二步代入数值"), ("what was the plan again", "Step 1: outline; step 2: draft"),
+    ("上次那个方案是什么", "第一步列方程，第二步代入数值"),
+    ("what was the plan again", "Step 1: outline; step 2: draft"),
     ("我说过讨厌什么", "我讨厌背公式"), ("what do I hate", "I can't stand long videos"),
 ]
 
