@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -25,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from memory import keys
+from memory.crypto import keyed_tokens
 from memory.embedding import USEEmbedder
 from memory.text import clean, language, tokenize
 from workers.celery_app import create_celery
@@ -88,12 +90,19 @@ def run_flat(users: list[dict], queries: list[dict], embedder: USEEmbedder) -> d
     return out
 
 
-def run_bm25(users: list[dict], queries: list[dict], method: str) -> dict[str, list[str]]:
+def run_bm25(users: list[dict], queries: list[dict], method: str, keyed: bool = False) -> dict[str, list[str]]:
+    """BM25 per user; ``keyed`` indexes HMAC hashes of the tokens under a per-user key, as Mneme stores them."""
     by_user = messages_by_user(users)
-    index = {u: BM25([tokenize(m["content"], method) for m in msgs]) for u, msgs in by_user.items()}
+    user_keys = {u: os.urandom(32) for u in by_user}
+
+    def tokens(user: str, text: str) -> list[str]:
+        plain = tokenize(text, method)
+        return keyed_tokens(user_keys[user], plain) if keyed else plain
+
+    index = {u: BM25([tokens(u, m["content"]) for m in msgs]) for u, msgs in by_user.items()}
     out = {}
     for q in queries:
-        s = index[q["user_id"]].scores(tokenize(q["query"], method))
+        s = index[q["user_id"]].scores(tokens(q["user_id"], q["query"]))
         order = [i for i in np.argsort(-s, kind="stable") if s[i] > 0]
         out[q["query_id"]] = [by_user[q["user_id"]][i]["message_id"] for i in order]
     return out
@@ -150,6 +159,7 @@ def main() -> None:
     runs: dict[str, dict[str, list[str]]] = {
         "flat vector (all messages)": run_flat(users, test, embedder),
         "BM25, bigram": run_bm25(users, test, "bigram"),
+        "BM25, bigram, HMAC tokens": run_bm25(users, test, "bigram", keyed=True),
         "BM25, jieba": run_bm25(users, test, "jieba"),
     }
     with tempfile.TemporaryDirectory(prefix="mneme-bench-") as tmp:

@@ -148,7 +148,7 @@ def _ranked(rt: Runtime, tenant: str, user_id: str, query: str, vector, k: int,
         if event is None:
             continue
         same_language = query_lang == event.lang or "mixed" in (query_lang, event.lang)
-        keyword_weight = 1.0 if same_language else s.cross_language_keyword_weight
+        keyword_weight = s.keyword_weight * (1.0 if same_language else s.cross_language_keyword_weight)
         rrf = keyword_weight / (RRF_K + p["keyword_rank"]) if "keyword_rank" in p else 0.0
         rrf += 1.0 / (RRF_K + p["vector_rank"]) if "vector_rank" in p else 0.0
         recency = 0.5 ** (max(0.0, now - event.ts) / 86400 / s.recency_half_life_days)

@@ -14,7 +14,11 @@ from memory.settings import Settings
 
 BACKENDS: dict[str, dict[str, tuple[str, str]]] = {
     # role: {scheme: (import path, pip extra that installs its client)}
-    "episodic": {"sqlite": ("memory.episodic.sqlite:SQLiteEpisodicStore", "")},
+    "episodic": {
+        "sqlite": ("memory.episodic.sqlite:SQLiteEpisodicStore", ""),
+        "weaviate": ("memory.episodic.weaviate:WeaviateEpisodicStore", "weaviate"),
+        "weaviates": ("memory.episodic.weaviate:WeaviateEpisodicStore", "weaviate"),
+    },
     "graph": {"sqlite": ("memory.graph.sqlite:SQLiteGraphStore", "")},
     "embedder": {
         "use": ("memory.embedding:USEEmbedder", ""),

@@ -29,6 +29,7 @@ class Settings(BaseSettings):
         "use://multilingual-v3",
         description="use://multilingual-v3, or sentence-transformers://<installed model package | local path>.",
     )
+    weaviate_api_key: str = Field("", description="For weaviate:// episodic URLs whose server wants a key.")
     master_key: str = Field("", description="base64 32-byte key wrapping per-user keys; empty = data_dir/master.key.")
     tenant: str = Field("default", description="Tenant used until API keys map callers to tenants.")
 
@@ -65,7 +66,8 @@ class Settings(BaseSettings):
     # --- recall ------------------------------------------------------------------------------
     recall_facts_limit: int = Field(20, ge=1, le=200)
     recency_half_life_days: float = Field(30.0, gt=0)
-    recency_boost: float = Field(0.2, ge=0, description="Up to this share added to a fresh event's score.")
+    recency_boost: float = Field(0.05, ge=0, description="Up to this share added to a fresh event's score.")
+    keyword_weight: float = Field(1.0, ge=0, description="Weight of the BM25 side of the fusion.")
     cross_language_keyword_weight: float = Field(
         0.25, ge=0, le=1, description="Keyword evidence counts this much when query and event languages differ."
     )

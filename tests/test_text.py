@@ -28,8 +28,10 @@ def test_long_reply_is_cut_with_marker():
     assert was_cut and long_.endswith("…" + FULL_TEXT_MARKER) and long_.startswith("长" * 499)
 
 
-def test_tokenize_chinese_bigrams_and_english_words():
-    assert tokenize("加速度 and Velocity!") == ["加速", "速度", "velocity"]
+def test_tokenize_chinese_words_and_english_words():
+    words = ["总", "加速", "速度", "加速度", "速度", "搞混", "velocity"]
+    assert tokenize("我总把加速度和速度搞混 and Velocity!") == words
+    assert tokenize("加速度 and Velocity!", "bigram") == ["加速", "速度", "velocity"]
 
 
 def test_keywords_prefer_rule_slots_then_content():

@@ -1,0 +1,409 @@
+"""Episodic store on Weaviate (official client v4): ``weaviate://host:8080?grpc=50051`` or ``weaviates://…``.
+
+Layout: one collection (``MnemeEvent``, or ``?collection=Name``) with multi-tenancy on; each Mneme
+(tenant, user) pair is one Weaviate tenant named ``"u" + sha256([tenant, user])[:40]`` (the server allows
+``[A-Za-z0-9_-]{1,64}``), so a user's events live in their own shard: isolation is physical, BM25
+statistics are per user, and no query needs a user filter. Object UUIDs are ``generate_uuid5(event_id)``.
+Vectors are self-provided (named vector ``embedding``, no vectorizer) in a ``flat`` index with cosine
+distance: a user holds at most a few hundred live events, so exact brute force per shard is cheap and
+ranks exactly like the SQLite adapter. Scores: vector similarity is ``1 - distance``; keyword scores are
+Weaviate's BM25 (k1 1.2, b 0.75, like FTS5) over ``tokens``, a TEXT property with whitespace tokenization
+and no stopwords, so each opaque keyed token is one term.
+
+Aliases: an event merged into another is remembered in the absorbing event's ``aliases`` TEXT_ARRAY
+property rather than in a second collection. The merge (count, confidence, message ids, ts) and its
+alias are then one object update, which Weaviate applies atomically: a crash can never leave a merge
+counted without its alias (which a redelivery would count again). "Known" is one filter query:
+``id ∈ uuids OR aliases ∋ event id``.
+
+Not guaranteed (unlike SQLite's one transaction per ``add``): an ``add`` is several requests, so a
+failure midway leaves part of it applied (redelivery completes it: ids are deterministic and merges
+recorded, but evictions made before the failure are not reported again); two processes adding for one
+user at once may both insert near-duplicates or lose a merge increment (no compare-and-set).
+
+The API key, if the server wants one, is ``MNEME_WEAVIATE_API_KEY`` (``Settings.weaviate_api_key``).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import time
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import grpc
+import httpx
+import numpy as np
+import weaviate
+from weaviate.classes.config import Configure, DataType, Property, StopwordsPreset, Tokenization, VectorDistances
+from weaviate.classes.data import DataObject
+from weaviate.classes.init import AdditionalConfig, Auth, Timeout
+from weaviate.classes.query import Filter, MetadataQuery
+from weaviate.classes.tenants import Tenant
+from weaviate.exceptions import (
+    AuthenticationFailedError,
+    InsufficientPermissionsError,
+    UnexpectedStatusCodeError,
+    WeaviateBaseError,
+    WeaviateConnectionError,
+    WeaviateGRPCUnavailableError,
+    WeaviateRetryError,
+    WeaviateStartUpError,
+    WeaviateTimeoutError,
+)
+from weaviate.util import generate_uuid5
+
+from memory.episodic import AddReport, Evicted, StoredEvent, eviction_value, merged_confidence
+from memory.errors import ConfigurationError, TransientError
+from memory.models import EventType
+from memory.settings import Settings
+
+DEFAULT_COLLECTION = "MnemeEvent"
+VECTOR = "embedding"
+TENANT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+COLLECTION_NAME = re.compile(r"^[A-Z][_0-9A-Za-z]{0,127}$")
+
+_FIELDS = ("event_id", "tenant", "user_id", "session_id", "ts", "event_type", "role", "lang", "text_hash",
+           "message_ids", "confidence", "count", "weight", "status", "sealed", "tokens")
+_READ = [*_FIELDS, "aliases"]  # BLOB properties are only returned when named
+_PROPERTIES = [
+    *(Property(name=n, data_type=DataType.TEXT, tokenization=Tokenization.FIELD, index_searchable=False)
+      for n in ("event_id", "tenant", "user_id", "session_id", "event_type", "role", "lang", "text_hash", "status")),
+    Property(name="message_ids", data_type=DataType.TEXT_ARRAY, tokenization=Tokenization.FIELD,
+             index_searchable=False),
+    Property(name="aliases", data_type=DataType.TEXT_ARRAY, tokenization=Tokenization.FIELD, index_searchable=False),
+    *(Property(name=n, data_type=DataType.NUMBER) for n in ("ts", "confidence", "weight", "updated_at")),
+    Property(name="count", data_type=DataType.INT),
+    Property(name="sealed", data_type=DataType.BLOB),
+    Property(name="tokens", data_type=DataType.TEXT, tokenization=Tokenization.WHITESPACE, index_filterable=False),
+]
+_TRANSIENT_HTTP = {429, 502, 503, 504}
+_TRANSIENT_GRPC = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED}
+_LIVE = Filter.by_property("status").equal("live")
+
+
+def tenant_name(tenant: str, user_id: str) -> str:
+    """The Weaviate tenant holding one Mneme user: deterministic, pattern-safe, unambiguous."""
+    return "u" + hashlib.sha256(json.dumps([tenant, user_id]).encode()).hexdigest()[:40]
+
+
+def object_id(event_id: str) -> str:
+    return generate_uuid5(event_id)
+
+
+@dataclass(frozen=True)
+class Target:
+    http_host: str
+    http_port: int
+    secure: bool
+    grpc_host: str
+    grpc_port: int
+    collection: str = DEFAULT_COLLECTION
+
+
+def parse_url(url: str) -> Target:
+    """``weaviate[s]://host[:port][?grpc=PORT&grpc_host=HOST&collection=Name]``; ports default to
+    8080/50051 (``weaviate``) or 443/443 (``weaviates``, TLS on both)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("weaviate", "weaviates") or not parts.hostname:
+        raise ConfigurationError(f"expected weaviate://host:port or weaviates://host, got {url!r}")
+    secure = parts.scheme == "weaviates"
+    query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+    unknown = set(query) - {"grpc", "grpc_host", "collection"}
+    collection = query.get("collection", DEFAULT_COLLECTION)
+    if unknown or not COLLECTION_NAME.match(collection):
+        raise ConfigurationError(f"bad weaviate URL {url!r}: use ?grpc=PORT&grpc_host=HOST&collection=Capitalised")
+    try:
+        http_port = parts.port or (443 if secure else 8080)
+        grpc_port = int(query.get("grpc", 443 if secure else 50051))
+    except ValueError as exc:
+        raise ConfigurationError(f"bad port in weaviate URL {url!r}") from exc
+    if not 0 < grpc_port < 65536:
+        raise ConfigurationError(f"bad grpc port in weaviate URL {url!r}")
+    return Target(parts.hostname, http_port, secure, query.get("grpc_host", parts.hostname), grpc_port, collection)
+
+
+def _is_transient(exc: BaseException | None) -> bool:
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, WeaviateConnectionError | WeaviateTimeoutError | WeaviateRetryError | WeaviateStartUpError
+                      | WeaviateGRPCUnavailableError | httpx.TransportError | TimeoutError | ConnectionError):
+            return True
+        if isinstance(exc, UnexpectedStatusCodeError) and exc.status_code in _TRANSIENT_HTTP:
+            return True
+        if isinstance(exc, grpc.RpcError) and getattr(exc, "code", lambda: None)() in _TRANSIENT_GRPC:
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+@contextmanager
+def _boundary(what: str) -> Iterator[None]:
+    """Weaviate errors become Mneme's: unreachable or busy → TransientError (tasks retry), refused
+    credentials → ConfigurationError; anything else is a bug or a bad schema and propagates."""
+    try:
+        yield
+    except (WeaviateBaseError, httpx.HTTPError, grpc.RpcError, OSError) as exc:
+        if isinstance(exc, AuthenticationFailedError | InsufficientPermissionsError):
+            raise ConfigurationError(f"weaviate refused {what}: check MNEME_WEAVIATE_API_KEY: {exc}") from exc
+        if _is_transient(exc):
+            raise TransientError(f"weaviate unavailable during {what}: {exc}") from exc
+        raise
+
+
+@dataclass
+class _UserAdd:
+    """One user's share of an ``add``: what the server already knows, and what this call will write."""
+
+    handle: Any
+    seen: set[str]
+    pending: dict[str, tuple[dict, np.ndarray]] = field(default_factory=dict)  # event id → (properties, vector)
+    stored: dict[str, dict] = field(default_factory=dict)  # stored event id → its properties, as merged so far
+    changed: set[str] = field(default_factory=set)  # stored event ids that absorbed an event in this call
+
+
+class WeaviateEpisodicStore:
+    def __init__(self, client: weaviate.WeaviateClient, collection: str = DEFAULT_COLLECTION) -> None:
+        self.client = client
+        self.collection_name = collection
+        self._collection = client.collections.use(collection)
+        self._tenants: set[str] = set()  # known to exist; tenants are never removed by this adapter
+
+    @classmethod
+    def from_url(cls, url: str, settings: Settings) -> WeaviateEpisodicStore:
+        target = parse_url(url)
+        api_key = settings.weaviate_api_key or None
+        with _boundary("connect"):
+            client = weaviate.connect_to_custom(
+                http_host=target.http_host, http_port=target.http_port, http_secure=target.secure,
+                grpc_host=target.grpc_host, grpc_port=target.grpc_port, grpc_secure=target.secure,
+                auth_credentials=Auth.api_key(api_key) if api_key else None,
+                additional_config=AdditionalConfig(timeout=Timeout(init=3, query=20, insert=60)),
+            )
+        try:
+            with _boundary("schema setup"):
+                _ensure_collection(client, target.collection)
+        except BaseException:
+            client.close()
+            raise
+        return cls(client, target.collection)
+
+    def close(self) -> None:
+        self.client.close()
+
+    # --- writes -----------------------------------------------------------------------------
+
+    def add(self, events: Sequence[StoredEvent], vectors: np.ndarray, merge_threshold: float,
+            cap: int) -> AddReport:
+        report = AddReport()
+        with _boundary("add"):
+            users = self._start(events)
+            for event, vector in zip(events, vectors, strict=True):
+                self._add_one(users[(event.tenant, event.user_id)], event, np.asarray(vector, dtype=np.float32),
+                              merge_threshold, report)
+            for batch in users.values():
+                self._write(batch)
+            for (tenant, user_id), batch in users.items():
+                report.evicted += self._enforce_cap(batch.handle, tenant, user_id, cap)
+        return report
+
+    def _start(self, events: Sequence[StoredEvent]) -> dict[tuple[str, str], _UserAdd]:
+        """Per user (in order of first appearance): make sure the tenant exists and look up, in one
+        query, which of the ids are stored already or were merged into a stored event."""
+        wanted: dict[tuple[str, str], list[str]] = {}
+        for e in events:
+            wanted.setdefault((e.tenant, e.user_id), []).append(e.event_id)
+        users = {}
+        for (tenant, user_id), event_ids in wanted.items():
+            handle = self._handle(tenant, user_id, create=True)
+            ids = list(dict.fromkeys(event_ids))
+            found = handle.query.fetch_objects(
+                filters=Filter.by_id().contains_any([object_id(i) for i in ids])
+                | Filter.by_property("aliases").contains_any(ids),
+                limit=len(ids), return_properties=["event_id", "aliases"],
+            ).objects
+            stored = {o.properties["event_id"] for o in found}
+            stored |= {alias for o in found for alias in o.properties.get("aliases") or []}
+            users[(tenant, user_id)] = _UserAdd(handle, stored & set(ids))
+        return users
+
+    def _add_one(self, batch: _UserAdd, event: StoredEvent, vector: np.ndarray, threshold: float,
+                 report: AddReport) -> None:
+        if event.event_id in batch.seen:
+            report.known.append(event.event_id)
+            return
+        batch.seen.add(event.event_id)
+        target = self._merge_target(batch, event, vector, threshold)
+        if target is None:
+            batch.pending[event.event_id] = (_properties(event), vector)
+            report.inserted.append(event.event_id)
+            return
+        props = target
+        props["count"] = int(props["count"]) + 1
+        props["confidence"] = merged_confidence(props["confidence"], event.confidence)
+        props["message_ids"] = list(dict.fromkeys([*(props.get("message_ids") or []), *event.message_ids]))
+        props["ts"] = max(props["ts"], event.ts)
+        props["aliases"] = [*(props.get("aliases") or []), event.event_id]
+        if props["event_id"] not in batch.pending:
+            batch.changed.add(props["event_id"])
+        report.merged[event.event_id] = props["event_id"]
+
+    def _merge_target(self, batch: _UserAdd, event: StoredEvent, vector: np.ndarray, threshold: float) -> dict | None:
+        """The properties (to update in place) of the most similar live event of the same type and
+        role, if its cosine reaches ``threshold``: stored ones by an exact near_vector query, ones
+        pending in this call by numpy."""
+        best: dict | None = None
+        best_sim = -np.inf
+        hits = batch.handle.query.near_vector(
+            vector.tolist(), target_vector=VECTOR, limit=1, return_metadata=MetadataQuery(distance=True),
+            return_properties=["event_id", "count", "confidence", "message_ids", "ts", "aliases"],
+            filters=_LIVE & Filter.by_property("event_type").equal(event.event_type.value)
+            & Filter.by_property("role").equal(event.role.value),
+        ).objects
+        if hits:
+            best_sim = 1.0 - hits[0].metadata.distance
+            stored_id = hits[0].properties["event_id"]
+            best = batch.stored.setdefault(stored_id, dict(hits[0].properties))
+        for props, other in batch.pending.values():
+            if props["event_type"] == event.event_type.value and props["role"] == event.role.value:
+                sim = float(np.dot(other, vector) / (np.linalg.norm(other) * np.linalg.norm(vector)))
+                if sim > best_sim:
+                    best, best_sim = props, sim
+        return best if best is not None and best_sim >= threshold else None
+
+    def _write(self, batch: _UserAdd) -> None:
+        now = time.time()
+        for event_id in batch.changed:  # one object update each: the merge and its alias land together
+            merged = {k: batch.stored[event_id][k] for k in ("count", "confidence", "message_ids", "ts", "aliases")}
+            batch.handle.data.update(uuid=object_id(event_id), properties={**merged, "updated_at": now})
+        if batch.pending:
+            result = batch.handle.data.insert_many([
+                DataObject(properties={**props, "updated_at": now}, uuid=object_id(event_id),
+                           vector={VECTOR: vector.tolist()})
+                for event_id, (props, vector) in batch.pending.items()
+            ])
+            if result.has_errors:
+                first = next(iter(result.errors.values()))
+                raise TransientError(f"weaviate rejected {len(result.errors)} events: {first.message}")
+
+    def _enforce_cap(self, handle: Any, tenant: str, user_id: str, cap: int) -> list[Evicted]:
+        live = handle.aggregate.over_all(filters=_LIVE, total_count=True).total_count or 0
+        if live <= cap:
+            return []
+        rows = handle.query.fetch_objects(filters=_LIVE, limit=live, return_properties=_READ).objects
+        now = time.time()
+        doomed = sorted((_event(o.properties) for o in rows), key=lambda e: eviction_value(e, now))[: live - cap]
+        for e in doomed:
+            handle.data.update(uuid=object_id(e.event_id), properties={"status": "evicted", "updated_at": now})
+        return [Evicted(tenant=tenant, user_id=user_id, event_id=e.event_id, event_type=e.event_type) for e in doomed]
+
+    # --- reads ------------------------------------------------------------------------------
+
+    def keyword_search(self, tenant: str, user_id: str, tokens: Sequence[str], types: Collection[EventType] | None,
+                       k: int) -> list[tuple[str, float]]:
+        terms = sorted(set(tokens))
+        with _boundary("keyword search"):
+            handle = self._handle(tenant, user_id)
+            if handle is None or not terms or k <= 0:
+                return []
+            hits = handle.query.bm25(" ".join(terms), query_properties=["tokens"], filters=_live(types), limit=k,
+                                     return_metadata=MetadataQuery(score=True), return_properties=["event_id"])
+        return [(o.properties["event_id"], float(o.metadata.score)) for o in hits.objects]
+
+    def vector_search(self, tenant: str, user_id: str, vector: np.ndarray, types: Collection[EventType] | None,
+                      k: int) -> list[tuple[str, float]]:
+        with _boundary("vector search"):
+            handle = self._handle(tenant, user_id)
+            if handle is None or k <= 0:
+                return []
+            hits = handle.query.near_vector(
+                np.asarray(vector, dtype=np.float32).tolist(), target_vector=VECTOR, filters=_live(types), limit=k,
+                return_metadata=MetadataQuery(distance=True), return_properties=["event_id"],
+            )
+        return [(o.properties["event_id"], 1.0 - float(o.metadata.distance)) for o in hits.objects]
+
+    def get(self, tenant: str, user_id: str, event_ids: Sequence[str]) -> list[StoredEvent]:
+        with _boundary("get"):
+            handle = self._handle(tenant, user_id)
+            if handle is None or not event_ids:
+                return []
+            uuids = list(dict.fromkeys(object_id(i) for i in event_ids))
+            rows = handle.query.fetch_objects(filters=Filter.by_id().contains_any(uuids), limit=len(uuids),
+                                              return_properties=_READ).objects
+        found = {o.properties["event_id"]: _event(o.properties) for o in rows}
+        return [found[i] for i in event_ids if i in found]
+
+    def live_count(self, tenant: str, user_id: str) -> int:
+        with _boundary("live count"):
+            handle = self._handle(tenant, user_id)
+            if handle is None:
+                return 0
+            return handle.aggregate.over_all(filters=_LIVE, total_count=True).total_count or 0
+
+    def ping(self) -> None:
+        with _boundary("ping"):
+            ready = self.client.is_ready()
+        if not ready:
+            raise TransientError("weaviate is not ready")
+
+    def _handle(self, tenant: str, user_id: str, create: bool = False) -> Any:
+        """The collection bound to the user's Weaviate tenant; None if it does not exist and not ``create``."""
+        name = tenant_name(tenant, user_id)
+        if name not in self._tenants:
+            if not self._collection.tenants.exists(name):
+                if not create:
+                    return None
+                try:
+                    self._collection.tenants.create(Tenant(name=name))
+                except UnexpectedStatusCodeError:  # another process created it first
+                    if not self._collection.tenants.exists(name):
+                        raise
+            self._tenants.add(name)
+        return self._collection.with_tenant(name)
+
+
+def _ensure_collection(client: weaviate.WeaviateClient, name: str) -> None:
+    if client.collections.exists(name):
+        return
+    try:
+        client.collections.create(
+            name,
+            properties=_PROPERTIES,
+            vector_config=Configure.Vectors.self_provided(
+                name=VECTOR, vector_index_config=Configure.VectorIndex.flat(distance_metric=VectorDistances.COSINE)),
+            multi_tenancy_config=Configure.multi_tenancy(enabled=True, auto_tenant_creation=True,
+                                                         auto_tenant_activation=True),
+            inverted_index_config=Configure.inverted_index(bm25_b=0.75, bm25_k1=1.2,
+                                                           stopwords_preset=StopwordsPreset.NONE),
+        )
+    except UnexpectedStatusCodeError:  # another process created it first
+        if not client.collections.exists(name):
+            raise
+
+
+def _live(types: Collection[EventType] | None) -> Any:
+    if not types:
+        return _LIVE
+    return _LIVE & Filter.by_property("event_type").contains_any(sorted(EventType(t).value for t in types))
+
+
+def _properties(event: StoredEvent) -> dict:
+    props = event.model_dump(include=set(_FIELDS) - {"sealed", "tokens"}, mode="json")
+    return {**props, "sealed": base64.b64encode(event.sealed).decode(), "tokens": " ".join(event.tokens),
+            "aliases": []}
+
+
+def _event(props: dict) -> StoredEvent:
+    fields = {f: props.get(f) for f in _FIELDS}
+    fields["sealed"] = base64.b64decode(fields["sealed"] or b"")
+    fields["tokens"] = (fields["tokens"] or "").split()
+    fields["message_ids"] = list(fields["message_ids"] or [])
+    fields["count"] = int(fields["count"])
+    return StoredEvent(**fields)

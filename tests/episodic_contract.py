@@ -1,0 +1,293 @@
+"""The episodic store contract (``memory.episodic``), written once and run against every adapter.
+
+A backend's test module subclasses :class:`EpisodicContract` and provides a ``store`` fixture. Tests
+never assume an empty backend: every user and event id comes from ``fresh_ids``, so one server can be
+shared by all tests (and by several runs). Tokens are opaque strings shaped like the keyed tokens
+``memory.crypto.keyed_tokens`` produces; vectors are unit vectors of one dimension per user.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pytest
+
+from memory.episodic import MAX_MERGED_CONFIDENCE, EpisodicStore, StoredEvent, eviction_value, merged_confidence
+from memory.models import EventType, Role
+
+T = "t"
+DIM = 4
+DAY = 86400.0
+
+
+class FreshIds:
+    """Short names → ids unique to one test: ``ids("u")`` is the same id each time within a test."""
+
+    def __init__(self) -> None:
+        self._suffix = "-" + uuid.uuid4().hex[:12]
+
+    def __call__(self, name: str) -> str:
+        return name + self._suffix
+
+    def names(self, ids: Iterable[str]) -> list[str]:
+        """Back to the short names, for readable assertions."""
+        return [i.removesuffix(self._suffix) for i in ids]
+
+
+def tok(word: str) -> str:
+    """An opaque token, like a keyed one: the store must treat it as an atom."""
+    return hashlib.sha256(word.encode()).hexdigest()[:16]
+
+
+def unit(*values: float) -> np.ndarray:
+    v = np.zeros(DIM, dtype=np.float32)
+    v[: len(values)] = values
+    return v / np.linalg.norm(v)
+
+
+def rows(*vectors: np.ndarray) -> np.ndarray:
+    return np.stack(vectors).astype(np.float32)
+
+
+class EpisodicContract:
+    """Subclass and provide ``store``; every test here then runs against that adapter."""
+
+    @pytest.fixture
+    def store(self) -> EpisodicStore:
+        raise NotImplementedError("a backend's test class provides the store fixture")
+
+    def fresh_ids(self) -> FreshIds:
+        return FreshIds()
+
+    @pytest.fixture
+    def ids(self) -> FreshIds:
+        return self.fresh_ids()
+
+    @staticmethod
+    def event(ids: FreshIds, name: str, user: str = "u", kind: EventType = EventType.question,
+              tokens: Sequence[str] = (), ts: float = 1.0, conf: float = 0.8, role: Role = Role.user,
+              message_ids: Sequence[str] | None = None, weight: float = 1.0,
+              sealed: bytes = b"opaque") -> StoredEvent:
+        return StoredEvent(event_id=ids(name), tenant=T, user_id=ids(user), session_id="s", ts=ts, event_type=kind,
+                           role=role, lang="zh", text_hash=hashlib.sha256(name.encode()).hexdigest(),
+                           message_ids=list(message_ids or [f"m-{name}"]), confidence=conf, weight=weight,
+                           sealed=sealed, tokens=list(tokens))
+
+    # --- add: insert, idempotence -----------------------------------------------------------
+
+    def test_new_events_are_inserted_in_the_order_given(self, store, ids):
+        events = [self.event(ids, "a"), self.event(ids, "c", user="other"), self.event(ids, "b")]
+        report = store.add(events, rows(unit(1), unit(1), unit(0, 1)), 0.95, 200)
+        assert ids.names(report.inserted) == ["a", "c", "b"]
+        assert not report.merged and not report.known and not report.evicted
+        assert store.live_count(T, ids("u")) == 2 and store.live_count(T, ids("other")) == 1
+
+    def test_redelivery_is_known_and_changes_nothing(self, store, ids):
+        events = [self.event(ids, "a"), self.event(ids, "b", kind=EventType.preference),
+                  self.event(ids, "c", user="other")]
+        vectors = rows(unit(1), unit(0, 1), unit(1))
+        store.add(events, vectors, 0.95, 200)
+        before = store.get(T, ids("u"), [ids("a"), ids("b")])
+        again = store.add(events, vectors, 0.95, 200)
+        assert ids.names(again.known) == ["a", "b", "c"]
+        assert not again.inserted and not again.merged and not again.evicted
+        assert store.get(T, ids("u"), [ids("a"), ids("b")]) == before
+        assert store.live_count(T, ids("u")) == 2
+
+    def test_an_id_repeated_in_one_call_is_known_the_second_time(self, store, ids):
+        report = store.add([self.event(ids, "a"), self.event(ids, "a")], rows(unit(1), unit(1)), 0.95, 200)
+        assert ids.names(report.inserted) == ["a"] and ids.names(report.known) == ["a"] and not report.merged
+        [stored] = store.get(T, ids("u"), [ids("a")])
+        assert stored.count == 1
+
+    def test_the_id_of_a_merged_event_stays_known(self, store, ids):
+        refund = unit(1, 0.05)
+        store.add([self.event(ids, "r0")], rows(refund), 0.9, 200)
+        assert store.add([self.event(ids, "r1")], rows(refund), 0.9, 200).merged == {ids("r1"): ids("r0")}
+        again = store.add([self.event(ids, "r1")], rows(unit(0, 1)), 0.9, 200)  # even with another vector
+        assert ids.names(again.known) == ["r1"] and not again.inserted and not again.merged
+        [merged] = store.get(T, ids("u"), [ids("r0")])
+        assert merged.count == 2 and merged.message_ids == ["m-r0", "m-r1"]
+        assert store.get(T, ids("u"), [ids("r1")]) == []  # an alias, not an event of its own
+
+    # --- add: merging -----------------------------------------------------------------------
+
+    def test_similar_events_of_one_user_type_and_role_merge_with_all_provenance(self, store, ids):
+        refund = unit(1, 0.05)
+        for name, ts in (("r0", 10.0), ("r1", 30.0), ("r2", 20.0)):  # three "怎么退款", the latest not last
+            store.add([self.event(ids, name, tokens=[tok("退款")], ts=ts, conf=0.7)], rows(refund), 0.9, 200)
+        [merged] = store.get(T, ids("u"), [ids("r0")])
+        assert merged.count == 3 and merged.message_ids == ["m-r0", "m-r1", "m-r2"] and merged.ts == 30.0
+        assert merged.confidence == pytest.approx(merged_confidence(merged_confidence(0.7, 0.7), 0.7))
+        assert merged.confidence == pytest.approx(1 - 0.3 ** 3)
+        assert store.live_count(T, ids("u")) == 1
+        assert ids.names(e for e, _ in store.keyword_search(T, ids("u"), [tok("退款")], None, 10)) == ["r0"]
+
+    def test_events_in_one_call_merge_into_each_other(self, store, ids):
+        events = [self.event(ids, "r0", conf=0.5), self.event(ids, "r1", conf=0.6)]
+        report = store.add(events, rows(unit(1), unit(1)), 0.9, 200)
+        assert ids.names(report.inserted) == ["r0"] and report.merged == {ids("r1"): ids("r0")}
+        [merged] = store.get(T, ids("u"), [ids("r0")])
+        assert merged.count == 2 and merged.confidence == pytest.approx(merged_confidence(0.5, 0.6))
+
+    def test_merging_needs_cosine_at_the_threshold(self, store, ids):
+        near = unit(1, 0.5)  # cosine 0.894 with unit(1)
+        for user, threshold in (("strict", 0.9), ("loose", 0.85)):
+            store.add([self.event(ids, f"{user}-0", user=user)], rows(unit(1)), threshold, 200)
+            store.add([self.event(ids, f"{user}-1", user=user)], rows(near), threshold, 200)
+        assert store.live_count(T, ids("strict")) == 2
+        assert store.live_count(T, ids("loose")) == 1
+
+    def test_merged_confidence_is_capped(self, store, ids):
+        for i in range(4):
+            store.add([self.event(ids, f"r{i}", conf=0.9)], rows(unit(1)), 0.9, 200)
+        [merged] = store.get(T, ids("u"), [ids("r0")])
+        assert merged.count == 4 and merged.confidence == pytest.approx(MAX_MERGED_CONFIDENCE)
+
+    def test_message_ids_are_united_without_duplicates(self, store, ids):
+        store.add([self.event(ids, "r0", message_ids=["m1", "m2"])], rows(unit(1)), 0.9, 200)
+        store.add([self.event(ids, "r1", message_ids=["m2", "m3"])], rows(unit(1)), 0.9, 200)
+        [merged] = store.get(T, ids("u"), [ids("r0")])
+        assert merged.message_ids == ["m1", "m2", "m3"]
+
+    def test_no_merge_across_types_roles_or_users(self, store, ids):
+        same = rows(unit(1))
+        store.add([self.event(ids, "base")], same, 0.9, 200)
+        others = [self.event(ids, "pref", kind=EventType.preference),
+                  self.event(ids, "said", role=Role.assistant),
+                  self.event(ids, "theirs", user="other")]
+        for other in others:
+            assert store.add([other], same, 0.9, 200).inserted == [other.event_id]
+        [base] = store.get(T, ids("u"), [ids("base")])
+        assert base.count == 1 and base.message_ids == ["m-base"]
+        assert store.live_count(T, ids("u")) == 3 and store.live_count(T, ids("other")) == 1
+
+    def test_an_evicted_event_absorbs_nothing(self, store, ids):
+        now = time.time()
+        store.add([self.event(ids, "chat", kind=EventType.small_talk, ts=now),
+                   self.event(ids, "fact", kind=EventType.age_declaration, ts=now)],
+                  rows(unit(1), unit(0, 1)), 0.9, 1)
+        report = store.add([self.event(ids, "chat2", kind=EventType.small_talk, ts=now)], rows(unit(1)), 0.9, 1)
+        assert ids.names(report.inserted) == ["chat2"] and not report.merged
+        assert ids.names(e.event_id for e in report.evicted) == ["chat2"]
+        [chat] = store.get(T, ids("u"), [ids("chat")])
+        assert chat.count == 1 and chat.status == "evicted"
+
+    # --- add: the cap -----------------------------------------------------------------------
+
+    def test_the_cap_evicts_the_lowest_value_events_and_reports_them(self, store, ids):
+        now = time.time()
+        events = [self.event(ids, "chat", kind=EventType.small_talk, ts=now, conf=0.9),
+                  self.event(ids, "old_weak", kind=EventType.statement, ts=now - 200 * DAY, conf=0.3),
+                  self.event(ids, "fresh_fact", kind=EventType.age_declaration, ts=now, conf=0.9),
+                  self.event(ids, "old_fact", kind=EventType.concept_confusion, ts=now - 200 * DAY, conf=0.9)]
+        report = store.add(events, np.eye(DIM, dtype=np.float32), 0.99, 2)
+        by_value = sorted(events, key=lambda e: eviction_value(e, now))
+        assert {e.event_id for e in report.evicted} == {e.event_id for e in by_value[:2]}
+        assert sorted(ids.names(e.event_id for e in report.evicted)) == ["chat", "old_weak"]
+        kinds = {ids("chat"): EventType.small_talk, ids("old_weak"): EventType.statement}
+        for evicted in report.evicted:
+            assert (evicted.tenant, evicted.user_id, evicted.event_type) == (T, ids("u"), kinds[evicted.event_id])
+        assert store.live_count(T, ids("u")) == 2
+
+    def test_a_repeated_event_is_worth_more(self, store, ids):
+        store.add([self.event(ids, "a0", kind=EventType.statement, conf=0.5, ts=time.time())], rows(unit(1)), 0.9, 10)
+        store.add([self.event(ids, "a1", kind=EventType.statement, conf=0.5, ts=time.time())], rows(unit(1)), 0.9, 10)
+        report = store.add([self.event(ids, "b", kind=EventType.statement, conf=0.8, ts=time.time())],
+                           rows(unit(0, 1)), 0.9, 1)
+        # a: 0.5 × 0.75 × (1 + log2 2) = 0.75 beats b: 0.5 × 0.8 × 1 = 0.4, though b's confidence is higher
+        assert ids.names(e.event_id for e in report.evicted) == ["b"]
+
+    def test_evicted_events_leave_search_but_stay_readable(self, store, ids):
+        now = time.time()
+        events = [self.event(ids, "chat", kind=EventType.small_talk, tokens=[tok("天气"), tok("weather")], ts=now),
+                  self.event(ids, "fact", kind=EventType.age_declaration, tokens=[tok("17岁")], ts=now)]
+        report = store.add(events, rows(unit(1), unit(0, 1)), 0.9, 1)
+        assert ids.names(e.event_id for e in report.evicted) == ["chat"]
+        assert store.keyword_search(T, ids("u"), [tok("天气"), tok("weather")], None, 10) == []
+        assert ids.names(e for e, _ in store.vector_search(T, ids("u"), unit(1), None, 10)) == ["fact"]
+        [chat] = store.get(T, ids("u"), [ids("chat")])  # kept, not silently deleted
+        assert chat.status == "evicted" and chat.sealed == b"opaque"
+        assert store.live_count(T, ids("u")) == 1
+
+    def test_the_cap_counts_each_user_alone(self, store, ids):
+        store.add([self.event(ids, f"o{i}", user="other", kind=EventType.statement) for i in range(3)],
+                  rows(unit(1), unit(0, 1), unit(0, 0, 1)), 0.99, 200)
+        report = store.add([self.event(ids, f"u{i}", kind=EventType.statement) for i in range(3)],
+                           rows(unit(1), unit(0, 1), unit(0, 0, 1)), 0.99, 1)
+        assert len(report.evicted) == 2 and {e.user_id for e in report.evicted} == {ids("u")}
+        assert store.live_count(T, ids("u")) == 1 and store.live_count(T, ids("other")) == 3
+
+    # --- keyword search ---------------------------------------------------------------------
+
+    def test_keyword_search_ranks_by_bm25_over_the_given_tokens(self, store, ids):
+        a, b, c, z = tok("加速度"), tok("速度"), tok("physics"), tok("动画")
+        events = [self.event(ids, "one", tokens=[a, tok("x1"), tok("y1"), tok("z1")]),
+                  self.event(ids, "both", tokens=[a, b, tok("x2"), tok("y2")]),
+                  self.event(ids, "none", tokens=[c, tok("x3"), tok("y3"), tok("z3")]),
+                  self.event(ids, "once", tokens=[z, tok("x4"), tok("y4"), tok("z4")]),
+                  self.event(ids, "twice", tokens=[z, z, tok("x5"), tok("y5")])]
+        store.add(events, rows(unit(1), unit(0, 1), unit(0, 0, 1), unit(0, 0, 0, 1), unit(1, -1, 1, -1)), 0.9, 200)
+        hits = store.keyword_search(T, ids("u"), [a, b, a], None, 10)
+        assert ids.names(e for e, _ in hits) == ["both", "one"]  # more of the query's tokens first
+        assert hits[0][1] > hits[1][1] > 0
+        tf = store.keyword_search(T, ids("u"), [z], None, 10)
+        assert ids.names(e for e, _ in tf) == ["twice", "once"] and tf[0][1] > tf[1][1] > 0
+        assert ids.names(e for e, _ in store.keyword_search(T, ids("u"), [a, b], None, 1)) == ["both"]
+
+    def test_keyword_search_sees_one_user_and_the_types_asked_for(self, store, ids):
+        k1, k3 = tok("退款"), tok("refund")
+        store.add([self.event(ids, "q", tokens=[k1, k3]),
+                   self.event(ids, "p", kind=EventType.preference, tokens=[k3]),
+                   self.event(ids, "theirs", user="other", tokens=[k1, k3])],
+                  rows(unit(1), unit(0, 1), unit(1)), 0.95, 200)
+        assert ids.names(e for e, _ in store.keyword_search(T, ids("u"), [k1], None, 10)) == ["q"]
+        assert ids.names(e for e, _ in store.keyword_search(T, ids("other"), [k1], None, 10)) == ["theirs"]
+        assert store.keyword_search(T, ids("u"), [k3], {EventType.dislike}, 10) == []
+        typed = store.keyword_search(T, ids("u"), [k3], {EventType.preference, EventType.goal}, 10)
+        assert ids.names(e for e, _ in typed) == ["p"]
+        assert store.keyword_search(T, ids("u"), [tok("nothing")], None, 10) == []
+        assert store.keyword_search(T, ids("u"), [], None, 10) == []
+        assert store.keyword_search(T, ids("nobody"), [k1], None, 10) == []
+
+    # --- vector search ----------------------------------------------------------------------
+
+    def test_vector_search_orders_by_cosine_and_filters_types(self, store, ids):
+        vectors = {"a": unit(1), "c": unit(1, 1), "b": unit(0, 1)}
+        store.add([self.event(ids, "a"), self.event(ids, "c"), self.event(ids, "b", kind=EventType.preference),
+                   self.event(ids, "theirs", user="other")],
+                  rows(vectors["a"], vectors["c"], vectors["b"], unit(1)), 0.99, 200)
+        query = unit(1, 0.1)
+        hits = store.vector_search(T, ids("u"), query, None, 10)
+        assert ids.names(e for e, _ in hits) == ["a", "c", "b"]
+        for (_, score), name in zip(hits, ["a", "c", "b"], strict=True):
+            assert score == pytest.approx(float(vectors[name] @ query), abs=1e-4)
+        assert ids.names(e for e, _ in store.vector_search(T, ids("u"), query, None, 2)) == ["a", "c"]
+        assert ids.names(e for e, _ in store.vector_search(T, ids("u"), query, {EventType.preference}, 10)) == ["b"]
+        assert ids.names(e for e, _ in store.vector_search(T, ids("other"), query, None, 10)) == ["theirs"]
+        assert store.vector_search(T, ids("nobody"), query, None, 10) == []
+
+    # --- get, live_count, ping --------------------------------------------------------------
+
+    def test_get_returns_what_exists_in_the_order_asked(self, store, ids):
+        a = self.event(ids, "a", kind=EventType.goal, role=Role.assistant, ts=1764474000.25, conf=0.65,
+                       weight=0.5, sealed=bytes(range(256)), message_ids=["m-1", "m-2"])
+        b = self.event(ids, "b", kind=EventType.preference)
+        store.add([a, b, self.event(ids, "theirs", user="other")], rows(unit(1), unit(0, 1), unit(1)), 0.99, 200)
+        got = store.get(T, ids("u"), [ids("b"), ids("missing"), ids("theirs"), ids("a")])
+        assert ids.names(e.event_id for e in got) == ["b", "a"]
+        assert got[1].model_dump(exclude={"tokens"}) == a.model_dump(exclude={"tokens"})
+        assert store.get(T, ids("u"), []) == [] and store.get(T, ids("nobody"), [ids("a")]) == []
+
+    def test_live_count_counts_live_events_of_one_user(self, store, ids):
+        assert store.live_count(T, ids("u")) == 0
+        store.add([self.event(ids, f"e{i}", kind=EventType.statement) for i in range(3)],
+                  rows(unit(1), unit(0, 1), unit(0, 0, 1)), 0.99, 2)
+        assert store.live_count(T, ids("u")) == 2 and store.live_count(T, ids("other")) == 0
+
+    def test_ping_answers_when_the_backend_is_up(self, store):
+        assert store.ping() is None
