@@ -3,6 +3,8 @@ could not start in time is dropped rather than piling up behind a stalled worker
 
 from __future__ import annotations
 
+from celery.schedules import crontab
+
 from memory.settings import Settings
 
 
@@ -14,5 +16,11 @@ def schedule(settings: Settings) -> dict[str, dict]:
             "schedule": every,
             "kwargs": {"dry_run": False, "limit": 500},
             "options": {"queue": "maintenance", "expires": every * 0.9},
+        },
+        "decay-beliefs-nightly": {
+            "task": "memory.decay",
+            "schedule": crontab(hour=3, minute=0),
+            "kwargs": {"dry_run": False, "limit": 1_000_000, "batch_size": 500},
+            "options": {"queue": "maintenance", "expires": 3 * 3600},
         },
     }

@@ -40,7 +40,7 @@ def record(tenant: str, user_id: str, action: str, record_id: str, operator_id: 
 
 
 def graph_write_record(change: Change, operator_id: str) -> dict:
-    return record(change.tenant, change.user_id, "graph.merge", change.record_id, operator_id,
+    return record(change.tenant, change.user_id, f"graph.{change.action}", change.record_id, operator_id,
                   change.source.value, relation=change.relation.value, rel_id=change.rel_id,
                   evidence_id=change.evidence_id, confidence_before=change.before, confidence_after=change.after)
 

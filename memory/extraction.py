@@ -6,6 +6,7 @@ rule types is a ``statement``; an assistant reply is a ``plan`` when it gives st
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -60,6 +61,7 @@ def _rx(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.I)
 
 
+_SCHOOL = r"(?:中学|高中|初中|小学|大学|学院|附中|[一二三四五六七八九十\d]+中)"
 _ANSWER_WORDS = _rx(r"answer|response|repl(?:y|ies)|explanation|回答|解释|回复|讲解")
 
 USER_RULES: tuple[Rule, ...] = (
@@ -126,12 +128,19 @@ USER_RULES: tuple[Rule, ...] = (
     Rule(EventType.request, _rx(r"(?:^|[，。,.]\s*)(?:别|不要)(再?.{1,30})")),
     Rule(EventType.request, _rx(r"^(?:please|can you|could you|would you|from now on)\b\s*(.{1,60})")),
     # goals, emotions, failures, feedback
-    Rule(EventType.goal, _rx(rf"我(?:想|要|希望|打算|计划)要?((?:考上|学会|提高|通过|掌握|拿到){_SPAN}{{1,20}})")),
-    Rule(EventType.goal, _rx(r"\bi (?:want|hope|plan|would like|'d like) to\s+([^,.!?;\n]{1,40})")),
-    Rule(EventType.emotion, _rx(r"我(?:好|很|有点|非常|真|太)?(累|烦|焦虑|紧张|开心|高兴|难过|沮丧|压力大|崩溃)")),
+    Rule(EventType.goal, _rx(rf"我(?:想|要|希望|打算|计划)要?((?:考上|学会|提高|通过|掌握|拿到){_SPAN}{{1,20}})"),
+         Relation.goal, 0.7),
+    Rule(EventType.goal, _rx(r"\bi (?:want|hope|plan|would like|'d like) to\s+([^,.!?;\n]{1,40})"), Relation.goal, 0.7),
+    Rule(EventType.emotion, _rx(r"我(?:好|很|有点|非常|真|太)?(累|烦|焦虑|紧张|开心|高兴|难过|沮丧|压力大|崩溃)"),
+         Relation.emotion_state, 0.6),
     Rule(EventType.emotion,
          _rx(r"\bi(?:'m| am| feel)\s+(?:so |very |really |a bit |kind of )?"
-             r"(tired|stressed|anxious|nervous|happy|sad|upset|frustrated|overwhelmed)\b")),
+             r"(tired|stressed|anxious|nervous|happy|sad|upset|frustrated|overwhelmed)\b"),
+         Relation.emotion_state, 0.6),
+    # school
+    Rule(EventType.identity, _rx(rf"我(?:在|是)({_SPAN}{{2,12}}?{_SCHOOL})(?:的|读|上)"), Relation.school, 0.85),
+    Rule(EventType.identity, _rx(r"\bi (?:go to|study at|attend)\s+([A-Z][\w' -]{2,40}(?:School|College|University))"),
+         Relation.school, 0.85),
     Rule(EventType.operation_failure, _rx(r"(打不开|没反应|报错|崩溃了|闪退|失败了|出错了|用不了)")),
     Rule(EventType.operation_failure,
          _rx(r"\b(doesn't work|does not work|crashed|crashes|not working|won't load|keeps failing)\b")),
@@ -139,6 +148,17 @@ USER_RULES: tuple[Rule, ...] = (
          _rx(r"((?:这个|你的)?(?:解释|回答|例子|方法)(?:很|真|太|不太|不)?(?:好|棒|清楚|有用|没用|有帮助)|谢谢|懂了|明白了)")),
     Rule(EventType.feedback,
          _rx(r"\b(thanks|thank you|that helps|that helped|that didn't help|makes sense|got it)\b")),
+)
+
+#: A correct statement of a concept's core fact shows mastery of it (and is counter-evidence to a
+#: learning obstacle on it): "我不懂三角函数" … later "sin²x+cos²x=1".
+MASTERY: tuple[tuple[re.Pattern[str], str], ...] = (
+    (_rx(r"sin\s*(?:\^\s*2|²)\s*\(?x\)?\s*\+\s*cos\s*(?:\^\s*2|²)\s*\(?x\)?\s*=\s*1"), "三角函数"),
+    (_rx(r"tan\s*\(?x\)?\s*=\s*sin\s*\(?x\)?\s*/\s*cos\s*\(?x\)?"), "三角函数"),
+    (_rx(r"加速度(?:是|就是|等于)速度(?:的)?变化(?:率|量除以时间)"), "加速度"),
+    (_rx(r"a\s*=\s*(?:Δ|delta\s*)v\s*/\s*(?:Δ|delta\s*)t"), "加速度"),
+    (_rx(r"\bF\s*=\s*m\s*\*?\s*a\b|合外力等于质量乘以加速度"), "牛顿第二定律"),
+    (_rx(r"\bp\s*=\s*m\s*\*?\s*v\b|动量(?:等于|是)质量乘以速度"), "动量"),
 )
 
 _GREETING = _rx(r"^(?:你好|您好|嗨|哈喽|早上好|晚上好|下午好|早安|hi|hello|hey|good (?:morning|evening|afternoon))"
@@ -167,6 +187,10 @@ def extract(message: Message) -> Extraction:
                 found[rule.event_type] = (names + [o for o in objects if o not in names], max(conf, rule.confidence))
                 if relation is not None:
                     facts += [_fact(message, rule.event_type, relation, o, rule.confidence) for o in objects]
+        for pattern, concept in MASTERY:
+            if pattern.search(html.unescape(text)):
+                found.setdefault(EventType.statement, ([], 0.6))
+                facts.append(_fact(message, EventType.statement, Relation.mastery, concept, 0.6))
         if _GREETING.match(text):
             found.setdefault(EventType.greeting, ([], 0.6))
         elif _SMALL_TALK.match(text):
@@ -210,6 +234,8 @@ def _fact(message: Message, kind: EventType, relation: Relation, obj: str, confi
         evidence_id=ids.event_id(message.tenant, message.user_id, message.message_id, kind.value, 0),
         message_ids=[message.message_id],
         ts=message.client_ts,
+        device_id=message.device_id,
+        session_id=message.session_id,
     )
 
 

@@ -15,10 +15,14 @@ expects a single Redis (or a primary with replicas), not Redis Cluster.
 | mneme:llm:tokens:{tenant}:{yyyymmdd}  | str  | LLM tokens spent that UTC day           | 2 days         |
 | mneme:llm:failures                    | hash | reason → count of LLM calls that failed | none (2)       |
 | mneme:adapter:current                 | str  | the published query-adapter version     | none (3)       |
+| mneme:review:{tenant}:{review_id}     | hash | a contradiction waiting for a human     | none; 90 days once resolved |
+| mneme:reviews:{tenant}:{user}         | zset | the user's open review ids by time      | none (4)       |
+| mneme:devices:{tenant}                | hash | device id → the account it is bound to  | none (4)       |
 
 (1) a member leaves when its job is done or failed; the redrive task drops members whose job expired.
 (2) a handful of counters (one field per failure reason), kept for operators and metrics.
 (3) one small value that must outlive any session; deleting it reverts to the bare embedder.
+(4) long-term state of an account, removed when the user is erased.
 """
 
 from __future__ import annotations
@@ -58,3 +62,15 @@ def llm_tokens(tenant: str, day: str) -> str:
 
 LLM_FAILURES = f"{PREFIX}:llm:failures"
 ADAPTER_CURRENT = f"{PREFIX}:adapter:current"
+
+
+def review(tenant: str, review_id: str) -> str:
+    return f"{PREFIX}:review:{tenant}:{review_id}"
+
+
+def reviews(tenant: str, user_id: str) -> str:
+    return f"{PREFIX}:reviews:{tenant}:{user_id}"
+
+
+def devices(tenant: str) -> str:
+    return f"{PREFIX}:devices:{tenant}"

@@ -33,19 +33,22 @@ class EventType(StrEnum):
 
 
 class Relation(StrEnum):
-    """The closed vocabulary of user→concept relations the graph accepts."""
+    """The closed vocabulary of user→concept relations; ``memory.vocabulary`` gives each its category.
+    Anything else is refused."""
 
     age = "age"
     name = "name"
     grade = "grade"
+    school = "school"
     likes = "likes"
     dislikes = "dislikes"
-    learning_obstacle = "learning_obstacle"
+    learning_style = "learning_style"
+    subject_preference = "subject_preference"
     response_preference = "response_preference"
-
-
-#: Relations that hold one value at a time: a new value is counter-evidence for the old ones.
-SINGLE_VALUED: frozenset[Relation] = frozenset({Relation.age, Relation.name, Relation.grade})
+    mastery = "mastery"
+    learning_obstacle = "learning_obstacle"
+    emotion_state = "emotion_state"
+    goal = "goal"
 
 
 class FactSource(StrEnum):
@@ -98,6 +101,8 @@ class Fact(BaseModel):
     evidence_id: str  # the event it came from: applying the same evidence twice has no effect
     message_ids: list[str]
     ts: float
+    device_id: str | None = None
+    session_id: str | None = None
 
 
 class Extraction(BaseModel):

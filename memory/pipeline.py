@@ -14,9 +14,10 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
-from memory import keys, tuning
+from memory import anchoring, keys, tuning
 from memory.audit import eviction_record, graph_write_record
 from memory.episodic import AddReport
+from memory.errors import NotFound
 from memory.extraction import extract
 from memory.models import Event, EventType, Extraction, Fact, Message
 from memory.runtime import Runtime
@@ -47,12 +48,26 @@ def llm_stage(rt: Runtime, job_id: str, message: Message, fallback: Extraction) 
     return extraction
 
 
-def declare(rt: Runtime, job_id: str, message: Message, extraction: Extraction) -> EmbedItem:
-    """Record the extraction on the job and say which branches follow (embed, and graph if any facts).
-    Branches are declared before they are sent, so none can finish before the job knows it exists."""
-    branches = ["embed"] + (["graph"] if extraction.facts else [])
+def declare(rt: Runtime, job_id: str, message: Message, extraction: Extraction) -> tuple[EmbedItem, list[Fact]]:
+    """Anchor the facts, record the extraction on the job and say which branches follow (embed, and
+    graph if any facts). Branches are declared before they are sent, so none can finish first."""
+    facts = anchor_facts(rt, message, extraction.facts)
+    branches = ["embed"] + (["graph"] if facts else [])
     rt.jobs.extracted(job_id, branches, [e.event_id for e in extraction.events])
-    return EmbedItem(job_id=job_id, text=message.content, events=extraction.events)
+    return EmbedItem(job_id=job_id, text=message.content, events=extraction.events), facts
+
+
+def anchor_facts(rt: Runtime, message: Message, facts: list[Fact]) -> list[Fact]:
+    """"那个定律" / "that red button" → the entity the session mentioned last (see memory.anchoring)."""
+    if not facts or not any(anchoring.is_anaphoric(f.object) for f in facts):
+        return facts
+    try:
+        window = rt.working.read(message.tenant, message.session_id).messages
+    except NotFound:
+        window = []
+    recent = [(m.message_id, m.content) for m in reversed(window)
+              if m.message_id != message.message_id and m.client_ts <= message.client_ts]
+    return [f.model_copy(update={"object": anchoring.anchor(f.object, recent).name}) for f in facts]
 
 
 def embed_stage(rt: Runtime, items: Sequence[EmbedItem]) -> list[dict]:
@@ -74,7 +89,7 @@ def embed_stage(rt: Runtime, items: Sequence[EmbedItem]) -> list[dict]:
 
 def graph_stage(rt: Runtime, job_id: str, facts: Sequence[Fact]) -> list[dict]:
     """Merge the facts; returns the audit records of what changed."""
-    changes = rt.graph.apply(facts)
+    changes = rt.beliefs.apply(facts)
     rt.jobs.complete(job_id, "graph")
     return [graph_write_record(change, operator_id="pipeline") for change in changes]
 
@@ -91,3 +106,8 @@ def tuning_stage(rt: Runtime, pairs_path: Path, *, publish: bool, dry_run: bool,
     if publish:
         rt.redis.set(keys.ADAPTER_CURRENT, report.version)
     return {**report.model_dump(), "published": publish, "dry_run": False}
+
+
+def decay_stage(rt: Runtime, *, dry_run: bool, limit: int, batch_size: int) -> tuple[dict, list[dict]]:
+    report = rt.beliefs.decay(dry_run=dry_run, limit=limit, batch_size=batch_size)
+    return report.model_dump(), [graph_write_record(c, operator_id="decay") for c in report.changes]

@@ -55,16 +55,18 @@ class EventHit(BaseModel):
 
 
 class FactHit(BaseModel):
+    rel_id: str
     subject: str
     relation: Relation
     object: str
-    confidence: float
+    confidence: float = Field(description="Effective confidence: decayed to now.")
     source: FactSource
-    evidence_count: int
     message_ids: list[str]
     event_ids: list[str]
+    devices: list[str]
     updated_at: float
-    why: str
+    why: str = Field(description="Why recall chose it.")
+    explanation: str = Field(description="How its confidence came to be.")
 
 
 class RecallResult(BaseModel):
@@ -173,14 +175,14 @@ def _ranked(rt: Runtime, tenant: str, user_id: str, query: str, vector, k: int,
 
 
 def _facts(rt: Runtime, tenant: str, user_id: str, query: str) -> list[FactHit]:
-    """The user's beliefs; those the query mentions first, then by confidence."""
+    """The user's active beliefs with decayed confidence; those the query mentions first."""
     wanted = set(tokenize(query))
     hits = []
-    for fact in rt.graph.facts(tenant, user_id, rt.settings.recall_facts_limit):
-        overlap = len(wanted & set(tokenize(fact.object)))
+    for belief in rt.beliefs.profile(tenant, user_id)[: rt.settings.recall_facts_limit]:
+        overlap = len(wanted & set(tokenize(belief.object)))
         hits.append((overlap, FactHit(
-            **fact.model_dump(include=set(FactHit.model_fields)),
-            why="mentioned in the query" if overlap else "part of the user's profile",
+            **belief.model_dump(include=set(FactHit.model_fields) - {"why", "explanation"}),
+            why="mentioned in the query" if overlap else "part of the user's profile", explanation=belief.why,
         )))
     hits.sort(key=lambda h: (h[0] > 0, h[1].confidence), reverse=True)
     return [hit for _, hit in hits]

@@ -14,7 +14,9 @@ import redis
 
 from memory import keys
 from memory.audit import AuditSink
+from memory.beliefs import Beliefs
 from memory.crypto import UserKeys
+from memory.devices import Devices
 from memory.embedding import Embedder
 from memory.episodic import EpisodicStore
 from memory.events import EpisodicMemory
@@ -22,6 +24,7 @@ from memory.graph import GraphStore
 from memory.jobs import Jobs
 from memory.llm import LLMExtractor
 from memory.registry import open_backend
+from memory.reviews import Reviews
 from memory.settings import Settings, get_settings
 from memory.tuning import QueryAdapter, adapters_dir
 from memory.working import REDIS_ERRORS, WorkingMemory
@@ -48,6 +51,10 @@ class Runtime:
         return WorkingMemory(self.redis, self.settings)
 
     @cached_property
+    def devices(self) -> Devices:
+        return Devices(self.redis)
+
+    @cached_property
     def jobs(self) -> Jobs:
         return Jobs(self.redis)
 
@@ -66,6 +73,10 @@ class Runtime:
     @cached_property
     def graph(self) -> GraphStore:
         return open_backend("graph", self.settings.graph, self.settings)
+
+    @cached_property
+    def beliefs(self) -> Beliefs:
+        return Beliefs(self.graph, Reviews(self.redis), self.settings)
 
     @cached_property
     def llm(self) -> LLMExtractor:

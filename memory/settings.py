@@ -63,6 +63,13 @@ class Settings(BaseSettings):
     merge_threshold: float = Field(0.9, gt=0, le=1, description="Cosine at which same-type events merge.")
     events_cap: int = Field(200, ge=1, description="Live events per user; the lowest-value ones are evicted.")
 
+    # --- semantic memory (graph) ---------------------------------------------------------------
+    half_life_days: dict[str, float] = Field(
+        default_factory=lambda: {"profile": 365.0, "preference": 90.0, "emotion": 1.0, "default": 30.0},
+        description="Confidence half-life per relation category (JSON); 'default' covers the rest.",
+    )
+    retire_below: float = Field(0.12, ge=0.0, le=1.0, description="Nightly decay retires beliefs under this.")
+
     # --- recall ------------------------------------------------------------------------------
     recall_facts_limit: int = Field(20, ge=1, le=200)
     recency_half_life_days: float = Field(30.0, gt=0)

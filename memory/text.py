@@ -89,14 +89,15 @@ def tokenize(text: str, method: str = "jieba") -> list[str]:
             if run not in EN_STOPWORDS:
                 tokens.append(run.replace("’", "'"))
         elif method == "jieba":
-            tokens.extend(w for w in _jieba().lcut_for_search(run) if not (len(w) == 1 and w in ZH_FUNCTION_CHARS))
+            words = jieba_module().lcut_for_search(run)
+            tokens.extend(w for w in words if not (len(w) == 1 and w in ZH_FUNCTION_CHARS))
         else:
             tokens.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
     return tokens
 
 
 @lru_cache(maxsize=1)
-def _jieba():
+def jieba_module():
     import logging
 
     import jieba

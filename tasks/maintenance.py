@@ -10,7 +10,7 @@ from memory import pipeline
 from memory.pipeline import tuning_stage
 from memory.runtime import get_runtime
 from tasks.base import MnemeTask
-from tasks.pipeline import extract
+from tasks.pipeline import audit, extract
 
 
 @shared_task(name="memory.redrive", base=MnemeTask, stage="maintenance")
@@ -33,3 +33,12 @@ def train_adapter(pairs_path: str, publish: bool = True, dry_run: bool = False, 
     switches every process to it within seconds."""
     return tuning_stage(get_runtime(), Path(pairs_path), publish=publish, dry_run=dry_run, rank=rank,
                         epochs=epochs)
+
+
+@shared_task(name="memory.decay", base=MnemeTask, stage="maintenance")
+def decay(dry_run: bool = False, limit: int = 100_000, batch_size: int = 500) -> dict:
+    """Nightly: materialise decayed confidence, retire beliefs under the floor (kept for audit)."""
+    report, records = pipeline.decay_stage(get_runtime(), dry_run=dry_run, limit=limit, batch_size=batch_size)
+    if records:
+        audit.apply_async(kwargs={"records": records})
+    return report

@@ -40,13 +40,11 @@ def llm_extract(job_id: str, message: dict, fallback: dict) -> dict:
 
 
 def _fan_out(job_id: str, message: Message, extraction: Extraction) -> dict:
-    item = pipeline.declare(get_runtime(), job_id, message, extraction)
+    item, facts = pipeline.declare(get_runtime(), job_id, message, extraction)
     embed.apply_async(kwargs={"item": item.model_dump(mode="json")})
-    if extraction.facts:
-        upsert_graph.apply_async(
-            kwargs={"job_id": job_id, "facts": [f.model_dump(mode="json") for f in extraction.facts]}
-        )
-    return {"events": len(extraction.events), "facts": len(extraction.facts)}
+    if facts:
+        upsert_graph.apply_async(kwargs={"job_id": job_id, "facts": [f.model_dump(mode="json") for f in facts]})
+    return {"events": len(extraction.events), "facts": len(facts)}
 
 
 @worker_process_init.connect

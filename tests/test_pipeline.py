@@ -67,7 +67,7 @@ def test_redelivered_tasks_have_no_second_effect(client, uid, runtime, celery):
     accepted = client.remember(user_id=user, session_id=f"s{uid}", message_id="m1", role="user",
                                content="我今年17岁，我喜欢物理")
     [job] = client.wait([accepted.job_id])
-    before_facts = runtime.graph.facts("default", user, 50)
+    before_facts = runtime.beliefs.profile("default", user)
     before_events = runtime.episodic.store.get("default", user, job.event_ids)
     message = json.loads(runtime.redis.hget(f"mneme:job:{accepted.job_id}", "payload"))
     from memory.extraction import extract
@@ -78,9 +78,9 @@ def test_redelivered_tasks_have_no_second_effect(client, uid, runtime, celery):
         celery.send_task("memory.extract", kwargs={"job_id": accepted.job_id, "message": message})
         celery.send_task("memory.upsert_graph", kwargs={"job_id": accepted.job_id, "facts": facts})
     drain(runtime)
-    after_facts = runtime.graph.facts("default", user, 50)
-    assert [(f.rel_id, f.confidence, f.evidence_count) for f in after_facts] == \
-           [(f.rel_id, f.confidence, f.evidence_count) for f in before_facts]
+    after_facts = runtime.beliefs.profile("default", user)
+    assert [(f.rel_id, f.stored_confidence, f.why) for f in after_facts] == \
+           [(f.rel_id, f.stored_confidence, f.why) for f in before_facts]
     assert runtime.episodic.store.get("default", user, job.event_ids) == before_events
     assert client.job(accepted.job_id).state == "done"
 
@@ -92,8 +92,8 @@ def test_duplicate_post_is_not_processed_twice(client, uid, runtime):
     again = client.remember(user_id=f"u{uid}", session_id=f"s{uid}", message_id="m1", role="user",
                             content="I don't understand torque")
     assert again.duplicate and again.job_id == first.job_id
-    [fact] = runtime.graph.facts("default", f"u{uid}", 50)
-    assert fact.evidence_count == 1 and fact.confidence == pytest.approx(0.7)
+    [fact] = runtime.beliefs.profile("default", f"u{uid}")
+    assert len(fact.event_ids) == 1 and fact.stored_confidence == pytest.approx(0.7)
 
 
 def test_an_accepted_message_whose_enqueue_was_lost_is_redriven(uid, runtime, celery, client):

@@ -15,11 +15,11 @@ def post(client, uid, i, content="hello", role="user", ts=None, session=None, us
 
 
 def test_message_is_stored_clean_with_its_metadata(client, uid):
-    accepted = post(client, uid, 1, "  我喜欢  物理\t\t<b>真的</b>\n第二行  ", device_id="phone")
+    accepted = post(client, uid, 1, "  我喜欢  物理\t\t<b>真的</b>\n第二行  ", device_id=f"phone-{uid}")
     view = client.messages(f"s{uid}")
     [m] = view.messages
     assert m.content == "我喜欢 物理 &lt;b&gt;真的&lt;/b&gt;\n第二行"
-    assert (m.message_id, m.role, m.device_id, m.version) == ("m1", "user", "phone", accepted.version)
+    assert (m.message_id, m.role, m.device_id, m.version) == ("m1", "user", f"phone-{uid}", accepted.version)
     assert m.client_ts == 1_700_000_001 and view.version == accepted.version == 1
 
 

@@ -15,13 +15,27 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from memory import ids
-from memory.errors import InvalidInput, MnemeError
+from memory.audit import graph_write_record
+from memory.beliefs import Belief
+from memory.errors import InvalidInput, MnemeError, NotFound
 from memory.jobs import JobStatus
 from memory.recall import RecallResult, recall
+from memory.reviews import Review
 from memory.runtime import Runtime, get_runtime
 from memory.working import RolledBack, SessionView
 from workers.celery_app import create_celery
-from workers.schemas import ErrorBody, FullMessage, Health, MessageAccepted, MessageIn, RecallIn, RollbackIn
+from workers.schemas import (
+    BeliefIn,
+    ErrorBody,
+    FullMessage,
+    Health,
+    MessageAccepted,
+    MessageIn,
+    Profile,
+    RecallIn,
+    ResolveIn,
+    RollbackIn,
+)
 
 log = logging.getLogger("mneme.api")
 ERRORS = {400: {"model": ErrorBody}, 404: {"model": ErrorBody}, 409: {"model": ErrorBody},
@@ -64,6 +78,8 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         if not body.content.strip():
             raise InvalidInput("content is empty after cleaning: send some text")
         job_id = ids.job_id(tenant, body.session_id, body.message_id)
+        if body.device_id:
+            rt.devices.bind(tenant, body.device_id, body.user_id)
         accepted = rt.working.append(
             tenant=tenant, user_id=body.user_id, session_id=body.session_id, message_id=body.message_id,
             role=body.role, content=body.content, client_ts=body.client_ts, job_id=job_id,
@@ -102,6 +118,42 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         """Working memory + episodic events + graph facts for a query, each with its provenance."""
         return recall(rt, tenant, body.user_id, body.query, body.k, body.session_id, body.event_types,
                       body.include_text)
+
+    @app.get("/v1/users/{user_id}/profile", response_model=Profile, tags=["semantic memory"])
+    def profile(user_id: str, include_inactive: bool = False) -> Profile:
+        """What the agent believes about the user: effective (decayed) confidence, source, and why."""
+        return Profile(user_id=user_id, beliefs=rt.beliefs.profile(tenant, user_id, include_inactive),
+                       open_reviews=rt.beliefs.reviews.list_open(tenant, user_id))
+
+    @app.put("/v1/users/{user_id}/beliefs", response_model=Belief, tags=["semantic memory"])
+    def correct_belief(user_id: str, body: BeliefIn) -> Belief:
+        """Set a belief as the user states it (source human): effective at once, audited, and later
+        automatic extraction does not override it."""
+        change = rt.beliefs.correct(tenant, user_id, body.relation, body.object, body.confidence, body.operator_id)
+        rt.audit.write([graph_write_record(change, operator_id=body.operator_id)])
+        return next(b for b in rt.beliefs.profile(tenant, user_id) if b.rel_id == change.rel_id)
+
+    @app.delete("/v1/users/{user_id}/beliefs/{rel_id}", tags=["semantic memory"])
+    def delete_belief(user_id: str, rel_id: str, operator_id: str = "user") -> dict:
+        """Delete a belief (source human): out of recall at once, kept with its evidence for audit."""
+        change = rt.beliefs.delete(tenant, user_id, rel_id, operator_id)
+        if change is None:
+            raise NotFound(f"user {user_id!r} has no belief {rel_id!r}")
+        rt.audit.write([graph_write_record(change, operator_id=operator_id)])
+        return {"deleted": rel_id}
+
+    @app.get("/v1/users/{user_id}/reviews", response_model=list[Review], tags=["semantic memory"])
+    def reviews(user_id: str) -> list[Review]:
+        """Contradictions waiting for a human: both claims are kept until one is chosen."""
+        return rt.beliefs.reviews.list_open(tenant, user_id)
+
+    @app.post("/v1/users/{user_id}/reviews/{review_id}/resolve", response_model=list[Belief],
+              tags=["semantic memory"])
+    def resolve(user_id: str, review_id: str, body: ResolveIn) -> list[Belief]:
+        """Keep the claims that are true (confirmed, source human) and delete the rest."""
+        changes = rt.beliefs.resolve(tenant, user_id, review_id, body.keep, body.operator_id)
+        rt.audit.write([graph_write_record(c, operator_id=body.operator_id) for c in changes])
+        return rt.beliefs.profile(tenant, user_id)
 
     @app.get("/v1/jobs/{job_id}", response_model=JobStatus, tags=["write"])
     def get_job(job_id: str) -> JobStatus:

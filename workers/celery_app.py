@@ -23,6 +23,7 @@ ROUTES = {
     "memory.audit": "audit",
     "memory.redrive": "maintenance",
     "memory.train_adapter": "maintenance",
+    "memory.decay": "maintenance",
 }
 
 

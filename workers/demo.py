@@ -31,7 +31,8 @@ def play(client: MnemeClient) -> bool:
     start = time.time() - 3600
     jobs = []
     for i, (role, text) in enumerate(SESSION_1):
-        accepted = client.remember(user_id=USER, session_id="s1-phone", device_id="phone", message_id=f"s1-{i}",
+        accepted = client.remember(user_id=USER, session_id=f"{USER}-s1", device_id=f"{USER}-phone",
+                                   message_id=f"s1-{i}",
                                    role=role, content=text, client_ts=start + i)
         jobs.append(accepted.job_id)
         print(f"  session 1 (phone)  {role:9} {text}")
@@ -40,10 +41,10 @@ def play(client: MnemeClient) -> bool:
             print(f"job {job.job_id} {job.state}: {job.error}")
             return False
 
-    asked = client.remember(user_id=USER, session_id="s2-laptop", device_id="laptop", message_id="s2-0",
+    asked = client.remember(user_id=USER, session_id=f"{USER}-s2", device_id=f"{USER}-laptop", message_id="s2-0",
                             role="user", content=QUESTION)
     print(f"\n  session 2 (laptop) user      {QUESTION}\n")
-    result = client.recall(user_id=USER, session_id="s2-laptop", query=QUESTION, k=5)
+    result = client.recall(user_id=USER, session_id=f"{USER}-s2", query=QUESTION, k=5)
     client.wait([asked.job_id], timeout=60)
 
     print("recall → facts (what the agent believes about the user):")

@@ -8,7 +8,9 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from memory.models import EventType, Role
+from memory.beliefs import Belief
+from memory.models import EventType, Relation, Role
+from memory.reviews import Review
 
 Id = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$", examples=["u_42"],
                           description="1-128 characters: letters, digits and _ . : @ -")]
@@ -84,3 +86,21 @@ class ErrorBody(BaseModel):
     error: str
     message: str
     details: list | None = None
+
+
+class BeliefIn(BaseModel):
+    relation: Relation
+    object: str = Field(min_length=1, max_length=100)
+    confidence: float = Field(0.95, ge=0.1, le=1.0)
+    operator_id: Id = Field("user", description="Who is making the correction (the user, a teacher, an agent).")
+
+
+class ResolveIn(BaseModel):
+    keep: list[str] = Field(description="rel_ids of the claims that are true; the others are deleted.")
+    operator_id: Id = "user"
+
+
+class Profile(BaseModel):
+    user_id: str
+    beliefs: list[Belief]
+    open_reviews: list[Review]

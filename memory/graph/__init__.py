@@ -1,32 +1,89 @@
-"""The graph store port: User and Concept nodes, user→concept relations with confidence and provenance."""
+"""The graph store port: User and Concept nodes, user→concept relations with a confidence, a source, a
+status and their evidence. Adapters fill in these primitives, each atomic in the backend; what the
+primitives are used for (contradictions, cross-device rules, decay, reviews) lives once in
+``memory.beliefs``.
+
+Primitive semantics (every adapter, same numbers):
+- ``merge``: applies one piece of evidence to one relation, once (the same ``evidence_id`` on the same
+  relation again changes nothing and returns the change it made the first time). Mode ``blend``:
+  ``0.3·old + 0.7·new``; ``max``: the higher of the two; ``human``: the new value, source ``human``,
+  status active. A new relation starts at the evidence's confidence. Rule or LLM evidence on a relation a
+  human set or deleted is recorded but changes nothing: human corrections win. Confidence is clamped
+  to 0.1–1.0 and the decay clock (``base_ts``) restarts.
+- ``scale``: counter-evidence: multiplies an active relation's confidence by ``factor`` (clamped),
+  source ``counter_evidence``, once per evidence id; None if there is no such relation.
+- ``set_status``: ``deleted`` (by a human) or ``retired`` (by decay); kept with its evidence, out of recall.
+- ``materialise``: stores a decayed confidence and restarts the decay clock, only if the relation was
+  not updated since ``seen_updated_at`` (a merge in between wins).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from enum import StrEnum
 from typing import Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from memory.models import Fact, FactSource, Relation
+from memory.models import FactSource, Relation
 
 #: Evidence merges as ``OLD_WEIGHT * old + NEW_WEIGHT * new``; counter-evidence multiplies by COUNTER.
 OLD_WEIGHT, NEW_WEIGHT, COUNTER = 0.3, 0.7, 0.5
 MIN_CONFIDENCE, MAX_CONFIDENCE = 0.1, 1.0
 
 
-class StoredFact(BaseModel):
-    rel_id: str
-    subject: str
+class MergeMode(StrEnum):
+    blend = "blend"
+    max = "max"
+    human = "human"
+
+
+class Status(StrEnum):
+    active = "active"
+    retired = "retired"
+    deleted = "deleted"
+
+
+class RelationKey(BaseModel):
+    tenant: str
+    user_id: str
     relation: Relation
+    concept_id: str = Field(pattern=r"^[a-z][a-z0-9_]{0,31}$")
     object: str
+
+
+class Evidence(BaseModel):
+    evidence_id: str
+    source: FactSource
+    confidence: float = Field(ge=0.0, le=1.0)
+    message_ids: list[str] = Field(default_factory=list)
+    device_id: str | None = None
+    session_id: str | None = None
+    ts: float
+    note: str = ""
+
+
+class StoredRelation(BaseModel):
+    rel_id: str
+    tenant: str
+    user_id: str
+    relation: Relation
     concept_id: str
+    object: str
     confidence: float
     source: FactSource
-    evidence_count: int
-    message_ids: list[str]
-    event_ids: list[str]
+    status: Status
     created_at: float
     updated_at: float
+    base_ts: float = Field(description="When the decay clock last restarted (new evidence or materialised).")
+
+
+class EvidenceRow(Evidence):
+    rel_id: str
+    action: str = Field(description="merge:blend | merge:max | merge:human | counter | delete | retire | ignored")
+    before: float | None
+    after: float | None
+    applied_at: float
 
 
 class Change(BaseModel):
@@ -39,23 +96,40 @@ class Change(BaseModel):
     object: str
     source: FactSource
     evidence_id: str
+    action: str
     before: float | None
-    after: float
+    after: float | None
 
     @property
     def record_id(self) -> str:
         """The same change always has the same id, so a re-sent audit record is recognisably the same."""
-        return f"{self.rel_id}:{self.evidence_id}:{self.source.value}"
+        return f"{self.rel_id}:{self.evidence_id}:{self.action}"
+
+
+def clamp(value: float) -> float:
+    return min(MAX_CONFIDENCE, max(MIN_CONFIDENCE, value))
 
 
 class GraphStore(Protocol):
-    def apply(self, facts: Sequence[Fact]) -> list[Change]:
-        """Merge each piece of evidence once (applying the same evidence again changes nothing);
-        returns what each piece of evidence changed, now or when it was first applied."""
+    def merge(self, key: RelationKey, evidence: Evidence, mode: MergeMode) -> Change: ...
+
+    def scale(self, rel_id: str, evidence: Evidence, factor: float) -> Change | None: ...
+
+    def set_status(self, rel_id: str, status: Status, evidence: Evidence) -> Change | None: ...
+
+    def materialise(self, rel_id: str, confidence: float, base_ts: float, seen_updated_at: float) -> bool: ...
+
+    def relations(self, tenant: str, user_id: str, relation: Relation | None = None,
+                  statuses: Sequence[Status] = (Status.active,)) -> list[StoredRelation]:
+        """The user's relations, most confident first."""
         ...
 
-    def facts(self, tenant: str, user_id: str, limit: int) -> list[StoredFact]:
-        """The user's relations, most confident first."""
+    def scan(self, after_rel_id: str, limit: int) -> list[StoredRelation]:
+        """Active relations of every user, ordered by rel_id, after ``after_rel_id`` (for batch jobs)."""
+        ...
+
+    def evidence(self, rel_ids: Sequence[str]) -> list[EvidenceRow]:
+        """Evidence of these relations, oldest first."""
         ...
 
     def ping(self) -> None: ...

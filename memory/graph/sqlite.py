@@ -1,17 +1,28 @@
-"""Embedded graph store on one SQLite file. Each piece of evidence is merged in one transaction:
-the evidence row (its primary key makes redelivery a no-op) and the confidence merge statement."""
+"""Embedded graph store on one SQLite file. Every primitive is one transaction; a merge is one upsert
+statement whose formula runs in the database, next to the evidence row that makes it happen once."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 from memory import ids
-from memory.graph import COUNTER, MAX_CONFIDENCE, MIN_CONFIDENCE, NEW_WEIGHT, OLD_WEIGHT, Change, StoredFact
-from memory.models import SINGLE_VALUED, Fact, FactSource
+from memory.graph import (
+    MAX_CONFIDENCE,
+    MIN_CONFIDENCE,
+    NEW_WEIGHT,
+    OLD_WEIGHT,
+    Change,
+    Evidence,
+    EvidenceRow,
+    MergeMode,
+    RelationKey,
+    Status,
+    StoredRelation,
+)
+from memory.models import FactSource
 from memory.settings import Settings
 from memory.sqlite import SQLiteFile, sqlite_path
 
@@ -32,8 +43,10 @@ CREATE TABLE IF NOT EXISTS relations (
     object TEXT NOT NULL,
     confidence REAL NOT NULL CHECK (confidence BETWEEN 0.1 AND 1.0),
     source TEXT NOT NULL,
+    status TEXT NOT NULL,
     created_at REAL NOT NULL,
-    updated_at REAL NOT NULL
+    updated_at REAL NOT NULL,
+    base_ts REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS relations_by_user ON relations (tenant, user_id, relation);
 CREATE TABLE IF NOT EXISTS evidence (
@@ -42,43 +55,42 @@ CREATE TABLE IF NOT EXISTS evidence (
     source TEXT NOT NULL,
     confidence REAL NOT NULL,
     message_ids TEXT NOT NULL,
+    device_id TEXT,
+    session_id TEXT,
     ts REAL NOT NULL,
+    note TEXT NOT NULL,
+    action TEXT NOT NULL,
     before REAL,
     after REAL,
+    applied_at REAL NOT NULL,
     PRIMARY KEY (rel_id, evidence_id)
 );
 """
 
+_CLAMP = f"MIN({MAX_CONFIDENCE}, MAX({MIN_CONFIDENCE}, {{}}))"
+
+# One statement: insert, or merge by mode — unless a human owns the belief and this is rule/LLM evidence.
 _MERGE = f"""
-INSERT INTO relations (rel_id, tenant, user_id, relation, concept_id, object, confidence, source,
-                       created_at, updated_at)
-VALUES (:rel_id, :tenant, :user_id, :relation, :concept_id, :object,
-        MIN({MAX_CONFIDENCE}, MAX({MIN_CONFIDENCE}, :confidence)), :source, :now, :now)
+INSERT INTO relations (rel_id, tenant, user_id, relation, concept_id, object, confidence, source, status,
+                       created_at, updated_at, base_ts)
+VALUES (:rel_id, :tenant, :user_id, :relation, :concept_id, :object, {_CLAMP.format(':confidence')}, :source,
+        'active', :now, :now, :now)
 ON CONFLICT (rel_id) DO UPDATE SET
-    confidence = MIN({MAX_CONFIDENCE}, MAX({MIN_CONFIDENCE},
-                     {OLD_WEIGHT} * relations.confidence + {NEW_WEIGHT} * excluded.confidence)),
+    confidence = CASE :mode
+        WHEN 'blend' THEN {_CLAMP.format(f'{OLD_WEIGHT} * relations.confidence + {NEW_WEIGHT} * excluded.confidence')}
+        WHEN 'max' THEN {_CLAMP.format('MAX(relations.confidence, excluded.confidence)')}
+        ELSE excluded.confidence END,
     source = excluded.source,
-    updated_at = excluded.updated_at
+    status = CASE WHEN :mode = 'human' THEN 'active' ELSE relations.status END,
+    updated_at = excluded.updated_at,
+    base_ts = excluded.base_ts
+WHERE NOT (relations.source = 'human' AND excluded.source IN ('rule', 'llm'))
 """
 
-_COUNTER = f"""
-UPDATE relations SET confidence = MAX({MIN_CONFIDENCE}, confidence * {COUNTER}),
-                     source = '{FactSource.counter_evidence.value}', updated_at = :now
-WHERE rel_id = :rel_id
-"""
-
-_FACTS = """
-SELECT r.rel_id, r.user_id, r.relation, r.object, r.concept_id, r.confidence, r.source, r.created_at,
-       r.updated_at, COUNT(e.evidence_id),
-       (SELECT json_group_array(DISTINCT m.value) FROM evidence e2, json_each(e2.message_ids) m
-        WHERE e2.rel_id = r.rel_id),
-       json_group_array(e.evidence_id)
-FROM relations r LEFT JOIN evidence e ON e.rel_id = r.rel_id AND e.source != 'counter_evidence'
-WHERE r.tenant = ? AND r.user_id = ?
-GROUP BY r.rel_id
-ORDER BY r.confidence DESC, r.updated_at DESC
-LIMIT ?
-"""
+_REL_COLUMNS = ("rel_id, tenant, user_id, relation, concept_id, object, confidence, source, status, created_at, "
+                "updated_at, base_ts")
+_EV_COLUMNS = ("rel_id, evidence_id, source, confidence, message_ids, device_id, session_id, ts, note, action, "
+               "before, after, applied_at")
 
 
 class SQLiteGraphStore:
@@ -89,87 +101,123 @@ class SQLiteGraphStore:
     def from_url(cls, url: str, settings: Settings) -> SQLiteGraphStore:
         return cls(sqlite_path(url))
 
-    def apply(self, facts: Sequence[Fact]) -> list[Change]:
-        changes: dict[tuple[str, str, str], Change] = {}
-        for fact in facts:
-            for change in self._db.transaction(lambda conn, f=fact: _apply(conn, f)):
-                changes[(change.rel_id, change.evidence_id, change.source)] = change
-        return list(changes.values())
+    def merge(self, key: RelationKey, evidence: Evidence, mode: MergeMode) -> Change:
+        rel_id = ids.relation_id(key.tenant, key.user_id, key.relation.value, key.concept_id)
 
-    def facts(self, tenant: str, user_id: str, limit: int) -> list[StoredFact]:
-        rows = self._db.run(lambda c: c.execute(_FACTS, (tenant, user_id, limit)).fetchall())
-        return [
-            StoredFact(
-                rel_id=r[0], subject=r[1], relation=r[2], object=r[3], concept_id=r[4], confidence=r[5],
-                source=r[6], created_at=r[7], updated_at=r[8], evidence_count=r[9],
-                message_ids=json.loads(r[10] or "[]"), event_ids=[e for e in json.loads(r[11]) if e],
-            )
-            for r in rows
-        ]
+        def run(conn: sqlite3.Connection) -> Change:
+            recorded = _recorded(conn, rel_id, evidence.evidence_id)
+            if recorded:
+                return recorded
+            now = time.time()
+            conn.executemany("INSERT OR IGNORE INTO nodes VALUES (?, ?, ?, ?, ?)", [
+                (ids.user_node_id(key.tenant, key.user_id), "user", key.tenant, key.user_id, now),
+                (key.concept_id, "concept", key.tenant, key.object, now),
+            ])
+            before = _confidence(conn, rel_id)
+            changed = conn.execute(_MERGE, {
+                "rel_id": rel_id, "tenant": key.tenant, "user_id": key.user_id, "relation": key.relation.value,
+                "concept_id": key.concept_id, "object": key.object, "confidence": evidence.confidence,
+                "source": evidence.source.value, "mode": mode.value, "now": now,
+            }).rowcount
+            action = f"merge:{mode.value}" if changed else "ignored"
+            return _record(conn, rel_id, evidence, action, before, now)
+
+        return self._db.transaction(run)
+
+    def scale(self, rel_id: str, evidence: Evidence, factor: float) -> Change | None:
+        def run(conn: sqlite3.Connection) -> Change | None:
+            recorded = _recorded(conn, rel_id, evidence.evidence_id)
+            if recorded:
+                return recorded
+            row = conn.execute("SELECT confidence, source FROM relations WHERE rel_id = ? AND status = 'active'",
+                               (rel_id,)).fetchone()
+            if row is None:
+                return None
+            now = time.time()
+            if row[1] == FactSource.human.value:  # a human's word outweighs counter-evidence from rules
+                return _record(conn, rel_id, evidence, "ignored", row[0], now)
+            conn.execute(f"UPDATE relations SET confidence = {_CLAMP.format('confidence * ?')}, source = ?, "
+                         "updated_at = ? WHERE rel_id = ?",
+                         (factor, FactSource.counter_evidence.value, now, rel_id))
+            return _record(conn, rel_id, evidence, "counter", row[0], now)
+
+        return self._db.transaction(run)
+
+    def set_status(self, rel_id: str, status: Status, evidence: Evidence) -> Change | None:
+        def run(conn: sqlite3.Connection) -> Change | None:
+            recorded = _recorded(conn, rel_id, evidence.evidence_id)
+            if recorded:
+                return recorded
+            before = _confidence(conn, rel_id)
+            if before is None:
+                return None
+            now = time.time()
+            source_sql = ", source = 'human'" if status is Status.deleted else ""
+            conn.execute(f"UPDATE relations SET status = ?, updated_at = ?{source_sql} WHERE rel_id = ?",
+                         (status.value, now, rel_id))
+            action = "delete" if status is Status.deleted else "retire" if status is Status.retired else "restore"
+            return _record(conn, rel_id, evidence, action, before, now)
+
+        return self._db.transaction(run)
+
+    def materialise(self, rel_id: str, confidence: float, base_ts: float, seen_updated_at: float) -> bool:
+        return bool(self._db.run(lambda c: c.execute(
+            f"UPDATE relations SET confidence = {_CLAMP.format('?')}, base_ts = ? "
+            "WHERE rel_id = ? AND updated_at = ? AND status = 'active'",
+            (confidence, base_ts, rel_id, seen_updated_at)).rowcount))
+
+    def relations(self, tenant, user_id, relation=None, statuses=(Status.active,)):
+        marks = ",".join("?" * len(statuses))
+        sql = (f"SELECT {_REL_COLUMNS} FROM relations WHERE tenant = ? AND user_id = ? AND status IN ({marks})"
+               + (" AND relation = ?" if relation else "") + " ORDER BY confidence DESC, updated_at DESC")
+        args = [tenant, user_id, *(s.value for s in statuses)] + ([relation.value] if relation else [])
+        return [_relation(r) for r in self._db.run(lambda c: c.execute(sql, args).fetchall())]
+
+    def scan(self, after_rel_id, limit):
+        sql = f"SELECT {_REL_COLUMNS} FROM relations WHERE status = 'active' AND rel_id > ? ORDER BY rel_id LIMIT ?"
+        return [_relation(r) for r in self._db.run(lambda c: c.execute(sql, (after_rel_id, limit)).fetchall())]
+
+    def evidence(self, rel_ids):
+        if not rel_ids:
+            return []
+        sql = (f"SELECT {_EV_COLUMNS} FROM evidence WHERE rel_id IN ({','.join('?' * len(rel_ids))}) "
+               "ORDER BY applied_at, rowid")
+        return [_evidence(r) for r in self._db.run(lambda c: c.execute(sql, list(rel_ids)).fetchall())]
 
     def ping(self) -> None:
         self._db.run(lambda c: c.execute("SELECT 1").fetchone())
 
 
-def _apply(conn: sqlite3.Connection, fact: Fact) -> list[Change]:
-    now = time.time()
-    concept = ids.concept_id(fact.tenant, fact.object)
-    rel_id = ids.relation_id(fact.tenant, fact.user_id, fact.relation.value, concept)
-    if _add_evidence(conn, rel_id, fact, fact.source, fact.confidence):
-        user_node = ids.user_node_id(fact.tenant, fact.user_id)
-        conn.executemany(
-            "INSERT OR IGNORE INTO nodes VALUES (?, ?, ?, ?, ?)",
-            [(user_node, "user", fact.tenant, fact.user_id, now),
-             (concept, "concept", fact.tenant, fact.object, now)],
-        )
-        before = _confidence(conn, rel_id)
-        conn.execute(_MERGE, {
-            "rel_id": rel_id, "tenant": fact.tenant, "user_id": fact.user_id, "relation": fact.relation.value,
-            "concept_id": concept, "object": fact.object, "confidence": fact.confidence,
-            "source": fact.source.value, "now": now,
-        })
-        _record(conn, rel_id, fact.evidence_id, before)
-        if fact.relation in SINGLE_VALUED:  # a new age/name/grade is counter-evidence for the others
-            rivals = conn.execute(
-                "SELECT rel_id FROM relations WHERE tenant = ? AND user_id = ? AND relation = ? AND rel_id != ?",
-                (fact.tenant, fact.user_id, fact.relation.value, rel_id),
-            ).fetchall()
-            for (rival,) in rivals:
-                if _add_evidence(conn, rival, fact, FactSource.counter_evidence, COUNTER):
-                    before = _confidence(conn, rival)
-                    conn.execute(_COUNTER, {"rel_id": rival, "now": now})
-                    _record(conn, rival, fact.evidence_id, before)
-    # What this evidence did, whether merged now or by an earlier delivery: the audit trail is
-    # re-sent on redelivery with the same record ids, so a lost audit message is never lost for good.
-    rows = conn.execute(
-        "SELECT e.rel_id, r.relation, r.object, e.source, e.before, e.after FROM evidence e "
-        "JOIN relations r ON r.rel_id = e.rel_id WHERE e.evidence_id = ? AND r.tenant = ? AND r.user_id = ? "
-        "AND (e.rel_id = ? OR e.source = ?)",
-        (fact.evidence_id, fact.tenant, fact.user_id, rel_id, FactSource.counter_evidence.value),
-    ).fetchall()
-    return [
-        Change(tenant=fact.tenant, user_id=fact.user_id, rel_id=r[0], relation=r[1], object=r[2], source=r[3],
-               evidence_id=fact.evidence_id, before=r[4], after=r[5])
-        for r in rows
-    ]
-
-
-def _add_evidence(conn: sqlite3.Connection, rel_id: str, fact: Fact, source: FactSource, conf: float) -> bool:
-    """False when this evidence was merged into this relation before."""
-    return bool(conn.execute(
-        "INSERT OR IGNORE INTO evidence (rel_id, evidence_id, source, confidence, message_ids, ts) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
-        (rel_id, fact.evidence_id, source.value, conf, json.dumps(fact.message_ids), fact.ts),
-    ).rowcount)
-
-
-def _record(conn: sqlite3.Connection, rel_id: str, evidence_id: str, before: float | None) -> None:
-    conn.execute(
-        "UPDATE evidence SET before = ?, after = (SELECT confidence FROM relations WHERE rel_id = ?) "
-        "WHERE rel_id = ? AND evidence_id = ?", (before, rel_id, rel_id, evidence_id),
-    )
-
-
 def _confidence(conn: sqlite3.Connection, rel_id: str) -> float | None:
     row = conn.execute("SELECT confidence FROM relations WHERE rel_id = ?", (rel_id,)).fetchone()
     return row[0] if row else None
+
+
+def _record(conn: sqlite3.Connection, rel_id: str, ev: Evidence, action: str, before: float | None,
+            now: float) -> Change:
+    after = _confidence(conn, rel_id)
+    conn.execute(f"INSERT INTO evidence ({_EV_COLUMNS}) VALUES ({','.join('?' * 13)})",
+                 (rel_id, ev.evidence_id, ev.source.value, ev.confidence, json.dumps(ev.message_ids), ev.device_id,
+                  ev.session_id, ev.ts, ev.note, action, before, after, now))
+    return _recorded(conn, rel_id, ev.evidence_id)
+
+
+def _recorded(conn: sqlite3.Connection, rel_id: str, evidence_id: str) -> Change | None:
+    row = conn.execute(
+        "SELECT r.tenant, r.user_id, r.relation, r.object, e.source, e.action, e.before, e.after "
+        "FROM evidence e JOIN relations r ON r.rel_id = e.rel_id WHERE e.rel_id = ? AND e.evidence_id = ?",
+        (rel_id, evidence_id)).fetchone()
+    if row is None:
+        return None
+    return Change(tenant=row[0], user_id=row[1], rel_id=rel_id, relation=row[2], object=row[3], source=row[4],
+                  evidence_id=evidence_id, action=row[5], before=row[6], after=row[7])
+
+
+def _relation(row: tuple) -> StoredRelation:
+    return StoredRelation(**dict(zip([c.strip() for c in _REL_COLUMNS.split(",")], row, strict=True)))
+
+
+def _evidence(row: tuple) -> EvidenceRow:
+    fields = dict(zip([c.strip() for c in _EV_COLUMNS.split(",")], row, strict=True))
+    fields["message_ids"] = json.loads(fields["message_ids"])
+    return EvidenceRow(**fields)

@@ -1,0 +1,248 @@
+"""Semantic memory as beliefs: what the agent holds about a user, how sure it is and why.
+
+The graph store does the atomic arithmetic (``memory.graph``); this module decides what a piece of
+evidence means:
+- new evidence blends into a belief (0.3·old + 0.7·new); evidence for the same belief from another of
+  the account's devices takes the higher of the two instead, so a device that heard it less clearly does
+  not drag it down;
+- a single-valued relation (age, name, grade, school) with a new value from the same device is an
+  update: the old values get counter-evidence (×0.5). From another device it is a conflict between
+  devices: both are kept and a review is opened;
+- a claim and its opposite on the same concept (likes ↔ dislikes, mastery ↔ learning_obstacle): the
+  older one gets counter-evidence; for preferences both are kept and a review is opened;
+- a human's correction or deletion wins over later rule and LLM evidence;
+- confidence decays at read time, ``stored × 0.5^(age/half-life)`` by relation category; the nightly
+  ``decay`` materialises it and retires beliefs that fell under ``retire_below``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from memory import ids
+from memory.errors import InvalidInput
+from memory.graph import (
+    COUNTER,
+    Change,
+    Evidence,
+    EvidenceRow,
+    GraphStore,
+    MergeMode,
+    RelationKey,
+    Status,
+    StoredRelation,
+)
+from memory.models import Fact, FactSource, Relation
+from memory.reviews import Claim, Review, Reviews
+from memory.settings import Settings
+from memory.vocabulary import decayed, half_life_days, spec
+
+HUMAN_CONFIRMED = 0.95
+
+
+class Belief(BaseModel):
+    rel_id: str
+    subject: str
+    relation: Relation
+    category: str
+    object: str
+    concept_id: str
+    confidence: float = Field(description="Effective: decayed to now.")
+    stored_confidence: float
+    half_life_days: float
+    source: FactSource
+    status: Status
+    updated_at: float
+    message_ids: list[str]
+    event_ids: list[str]
+    devices: list[str]
+    why: str = Field(description="How the current value came to be, step by step.")
+
+
+class DecayReport(BaseModel):
+    scanned: int = 0
+    decayed: int = 0
+    retired: int = 0
+    dry_run: bool = False
+    changes: list[Change] = Field(default_factory=list, exclude=True)
+
+
+class Beliefs:
+    def __init__(self, store: GraphStore, reviews: Reviews, settings: Settings) -> None:
+        self.store = store
+        self.reviews = reviews
+        self._settings = settings
+
+    # --- evidence from the pipeline ----------------------------------------------------------
+    def apply(self, facts: Sequence[Fact]) -> list[Change]:
+        changes: list[Change] = []
+        for fact in facts:
+            changes += self._apply_one(fact)
+        return changes
+
+    def _apply_one(self, fact: Fact) -> list[Change]:
+        key = RelationKey(tenant=fact.tenant, user_id=fact.user_id, relation=fact.relation,
+                          concept_id=ids.concept_id(fact.tenant, fact.object), object=fact.object)
+        rel_id = ids.relation_id(fact.tenant, fact.user_id, fact.relation.value, key.concept_id)
+        evidence = Evidence(evidence_id=fact.evidence_id, source=fact.source, confidence=fact.confidence,
+                            message_ids=fact.message_ids, device_id=fact.device_id, session_id=fact.session_id,
+                            ts=fact.ts)
+        devices = self._devices([rel_id]).get(rel_id, set())
+        other_device = bool(fact.device_id and devices and fact.device_id not in devices)
+        changes = [self.store.merge(key, evidence, MergeMode.max if other_device else MergeMode.blend)]
+        info = spec(fact.relation)
+        if info.single_valued:
+            rivals = [r for r in self.store.relations(fact.tenant, fact.user_id, fact.relation) if r.rel_id != rel_id]
+            rival_devices = self._devices([r.rel_id for r in rivals])
+            conflicts = []
+            for rival in rivals:
+                theirs = rival_devices.get(rival.rel_id, set())
+                if fact.device_id and theirs and fact.device_id not in theirs:
+                    conflicts.append(rival)  # two devices disagree: keep both, ask
+                else:
+                    changes.append(self._counter(rival.rel_id, evidence, f"newer {fact.relation.value}"))
+            if conflicts:
+                self._review("cross_device", [rel_id] + [r.rel_id for r in conflicts], evidence, fact)
+        if info.opposite is not None:
+            opposite_id = ids.relation_id(fact.tenant, fact.user_id, info.opposite.value, key.concept_id)
+            if any(r.rel_id == opposite_id for r in self.store.relations(fact.tenant, fact.user_id, info.opposite)):
+                changes.append(self._counter(opposite_id, evidence, f"{fact.relation.value} {fact.object}"))
+                if info.category == "preference":
+                    self._review("contradiction", [opposite_id, rel_id], evidence, fact)
+        return [c for c in changes if c is not None]
+
+    def _counter(self, rel_id: str, evidence: Evidence, because: str) -> Change | None:
+        counter = evidence.model_copy(update={"source": FactSource.counter_evidence, "note": because})
+        return self.store.scale(rel_id, counter, COUNTER)
+
+    def _review(self, kind: str, rel_ids: list[str], evidence: Evidence, fact: Fact) -> Review:
+        relations = {r.rel_id: r for rel in {fact.relation, spec(fact.relation).opposite} if rel
+                     for r in self.store.relations(fact.tenant, fact.user_id, rel)}
+        devices = self._devices(rel_ids)
+        claims = [Claim(rel_id=r, relation=relations[r].relation.value, object=relations[r].object,
+                        confidence=relations[r].confidence, devices=sorted(devices.get(r, set())))
+                  for r in rel_ids if r in relations]
+        return self.reviews.open(fact.tenant, fact.user_id, kind, claims, evidence.evidence_id)
+
+    def _devices(self, rel_ids: list[str]) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for row in self.store.evidence(rel_ids):
+            if row.device_id and row.source in (FactSource.rule, FactSource.llm, FactSource.human):
+                out.setdefault(row.rel_id, set()).add(row.device_id)
+        return out
+
+    # --- the user's word ---------------------------------------------------------------------
+    def correct(self, tenant: str, user_id: str, relation: Relation, obj: str, confidence: float,
+                operator_id: str) -> Change:
+        """Set (or create) a belief as the user states it: source human, wins over later extraction."""
+        key = RelationKey(tenant=tenant, user_id=user_id, relation=relation,
+                          concept_id=ids.concept_id(tenant, obj), object=obj)
+        evidence = Evidence(evidence_id=f"human:{operator_id}:{time.time_ns()}", source=FactSource.human,
+                            confidence=confidence, ts=time.time(), note=f"set by {operator_id}")
+        return self.store.merge(key, evidence, MergeMode.human)
+
+    def delete(self, tenant: str, user_id: str, rel_id: str, operator_id: str) -> Change | None:
+        if not any(r.rel_id == rel_id for r in self.store.relations(tenant, user_id, statuses=list(Status))):
+            return None
+        evidence = Evidence(evidence_id=f"human:{operator_id}:{time.time_ns()}", source=FactSource.human,
+                            confidence=0.0, ts=time.time(), note=f"deleted by {operator_id}")
+        return self.store.set_status(rel_id, Status.deleted, evidence)
+
+    def resolve(self, tenant: str, user_id: str, review_id: str, keep: list[str], operator_id: str) -> list[Change]:
+        """Keep the claims named in ``keep`` (confirmed by a human), delete the others."""
+        review = self.reviews.get(tenant, user_id, review_id)
+        known = {c.rel_id: c for c in review.claims}
+        unknown = [k for k in keep if k not in known]
+        if unknown:
+            raise InvalidInput(f"keep names rel_ids not in this review: {unknown}; choose from {sorted(known)}")
+        changes = []
+        for claim in review.claims:
+            if claim.rel_id in keep:
+                changes.append(self.correct(tenant, user_id, Relation(claim.relation), claim.object,
+                                            max(claim.confidence, HUMAN_CONFIRMED), operator_id))
+            else:
+                changes.append(self.delete(tenant, user_id, claim.rel_id, operator_id))
+        self.reviews.close(review, keep, operator_id)
+        return [c for c in changes if c is not None]
+
+    # --- reading -----------------------------------------------------------------------------
+    def profile(self, tenant: str, user_id: str, include_inactive: bool = False,
+                now: float | None = None) -> list[Belief]:
+        now = time.time() if now is None else now
+        statuses = list(Status) if include_inactive else [Status.active]
+        relations = self.store.relations(tenant, user_id, statuses=statuses)
+        evidence: dict[str, list[EvidenceRow]] = {}
+        for row in self.store.evidence([r.rel_id for r in relations]):
+            evidence.setdefault(row.rel_id, []).append(row)
+        beliefs = [self._belief(r, evidence.get(r.rel_id, []), now) for r in relations]
+        return sorted(beliefs, key=lambda b: (b.status is Status.active, b.confidence), reverse=True)
+
+    def _belief(self, rel: StoredRelation, rows: list[EvidenceRow], now: float) -> Belief:
+        half_life = half_life_days(rel.relation, self._settings)
+        age_days = (now - rel.base_ts) / 86400
+        effective = decayed(rel.confidence, age_days, half_life) if rel.status is Status.active else 0.0
+        steps = [_step(row) for row in rows]
+        if rel.status is Status.active and age_days >= 0.01:
+            steps.append(f"decayed {age_days:.1f} d at a half-life of {half_life:g} d → {effective:.2f}")
+        supporting = [r for r in rows if r.source in (FactSource.rule, FactSource.llm, FactSource.human)]
+        return Belief(
+            rel_id=rel.rel_id, subject=rel.user_id, relation=rel.relation, category=spec(rel.relation).category,
+            object=rel.object, concept_id=rel.concept_id, confidence=round(effective, 4),
+            stored_confidence=rel.confidence, half_life_days=half_life, source=rel.source, status=rel.status,
+            updated_at=rel.updated_at,
+            message_ids=list(dict.fromkeys(m for r in supporting for m in r.message_ids)),
+            event_ids=list(dict.fromkeys(r.evidence_id for r in supporting if r.source is not FactSource.human)),
+            devices=sorted({r.device_id for r in supporting if r.device_id}),
+            why="; ".join(steps),
+        )
+
+    # --- maintenance -------------------------------------------------------------------------
+    def decay(self, now: float | None = None, dry_run: bool = False, limit: int = 100_000,
+              batch_size: int = 500) -> DecayReport:
+        """Materialise decayed confidence; retire what fell under ``retire_below``. Safe to run twice or
+        concurrently: materialising is conditional on the relation being unchanged, retiring is once."""
+        now = time.time() if now is None else now
+        report = DecayReport(dry_run=dry_run)
+        after = ""
+        day = time.strftime("%Y%m%d", time.gmtime(now))
+        while report.scanned < limit:
+            batch = self.store.scan(after, min(batch_size, limit - report.scanned))
+            if not batch:
+                break
+            for rel in batch:
+                report.scanned += 1
+                effective = decayed(rel.confidence, (now - rel.base_ts) / 86400,
+                                    half_life_days(rel.relation, self._settings))
+                if effective < self._settings.retire_below:
+                    report.retired += 1
+                    if not dry_run:
+                        evidence = Evidence(evidence_id=f"decay:{day}", source=FactSource.rule, confidence=effective,
+                                            ts=now, note=f"decayed to {effective:.3f}")
+                        change = self.store.set_status(rel.rel_id, Status.retired, evidence)
+                        if change:
+                            report.changes.append(change)
+                elif effective < rel.confidence - 1e-6:
+                    report.decayed += 1
+                    if not dry_run:
+                        self.store.materialise(rel.rel_id, effective, now, rel.updated_at)
+            after = batch[-1].rel_id
+        return report
+
+
+def _step(row: EvidenceRow) -> str:
+    where = f" on {row.device_id}" if row.device_id else ""
+    source = f"{row.source.value} evidence {row.message_ids or row.note}{where}"
+    arrow = f"{row.before:.2f} → {row.after:.2f}" if row.before is not None and row.after is not None \
+        else f"new at {row.after:.2f}" if row.after is not None else ""
+    what = {"merge:blend": f"claimed {row.confidence:.2f}, blended 0.3·old + 0.7·new: {arrow}",
+            "merge:max": f"claimed {row.confidence:.2f} from another device, kept the higher: {arrow}",
+            "merge:human": f"set by the user: {arrow}",
+            "counter": f"counter-evidence ({row.note}) ×0.5: {arrow}",
+            "ignored": "a human's correction outweighs it: unchanged",
+            "delete": "deleted by the user", "retire": f"retired by decay ({row.note})"}.get(row.action, row.action)
+    if row.action == "merge:blend" and row.before is None:
+        what = f"claimed {row.confidence:.2f}: {arrow}"
+    return f"{source}: {what}"
