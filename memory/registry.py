@@ -19,7 +19,13 @@ BACKENDS: dict[str, dict[str, tuple[str, str]]] = {
         "weaviate": ("memory.episodic.weaviate:WeaviateEpisodicStore", "weaviate"),
         "weaviates": ("memory.episodic.weaviate:WeaviateEpisodicStore", "weaviate"),
     },
-    "graph": {"sqlite": ("memory.graph.sqlite:SQLiteGraphStore", "")},
+    "graph": {
+        "sqlite": ("memory.graph.sqlite:SQLiteGraphStore", ""),
+        "neo4j": ("memory.graph.neo4j:Neo4jGraphStore", "neo4j"),
+        "neo4j+s": ("memory.graph.neo4j:Neo4jGraphStore", "neo4j"),
+        "bolt": ("memory.graph.neo4j:Neo4jGraphStore", "neo4j"),
+        "bolt+s": ("memory.graph.neo4j:Neo4jGraphStore", "neo4j"),
+    },
     "embedder": {
         "use": ("memory.embedding:USEEmbedder", ""),
         "sentence-transformers": ("memory.embedding:SentenceTransformerEmbedder", ""),

@@ -81,8 +81,8 @@ ON CONFLICT (rel_id) DO UPDATE SET
         WHEN 'max' THEN {_CLAMP.format('MAX(relations.confidence, excluded.confidence)')}
         ELSE excluded.confidence END,
     source = excluded.source,
-    status = CASE WHEN :mode = 'human' THEN 'active' ELSE relations.status END,
-    updated_at = excluded.updated_at,
+    status = CASE WHEN :mode = 'human' OR relations.status = 'retired' THEN 'active' ELSE relations.status END,
+    updated_at = MAX(excluded.updated_at, relations.updated_at + 0.000001),
     base_ts = excluded.base_ts
 WHERE NOT (relations.source = 'human' AND excluded.source IN ('rule', 'llm'))
 """
@@ -117,7 +117,8 @@ class SQLiteGraphStore:
             changed = conn.execute(_MERGE, {
                 "rel_id": rel_id, "tenant": key.tenant, "user_id": key.user_id, "relation": key.relation.value,
                 "concept_id": key.concept_id, "object": key.object, "confidence": evidence.confidence,
-                "source": evidence.source.value, "mode": mode.value, "now": now,
+                "source": FactSource.human.value if mode is MergeMode.human else evidence.source.value,
+                "mode": mode.value, "now": now,
             }).rowcount
             action = f"merge:{mode.value}" if changed else "ignored"
             return _record(conn, rel_id, evidence, action, before, now)
@@ -137,7 +138,7 @@ class SQLiteGraphStore:
             if row[1] == FactSource.human.value:  # a human's word outweighs counter-evidence from rules
                 return _record(conn, rel_id, evidence, "ignored", row[0], now)
             conn.execute(f"UPDATE relations SET confidence = {_CLAMP.format('confidence * ?')}, source = ?, "
-                         "updated_at = ? WHERE rel_id = ?",
+                         "updated_at = MAX(?, updated_at + 0.000001) WHERE rel_id = ?",
                          (factor, FactSource.counter_evidence.value, now, rel_id))
             return _record(conn, rel_id, evidence, "counter", row[0], now)
 
@@ -153,7 +154,8 @@ class SQLiteGraphStore:
                 return None
             now = time.time()
             source_sql = ", source = 'human'" if status is Status.deleted else ""
-            conn.execute(f"UPDATE relations SET status = ?, updated_at = ?{source_sql} WHERE rel_id = ?",
+            conn.execute(f"UPDATE relations SET status = ?, updated_at = MAX(?, updated_at + 0.000001){source_sql} "
+                         "WHERE rel_id = ?",
                          (status.value, now, rel_id))
             action = "delete" if status is Status.deleted else "retire" if status is Status.retired else "restore"
             return _record(conn, rel_id, evidence, action, before, now)
