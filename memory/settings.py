@@ -24,7 +24,13 @@ class Settings(BaseSettings):
     )
     episodic_url: str = Field("", description="Episodic store URL; empty = sqlite file in data_dir.")
     graph_url: str = Field("", description="Graph store URL; empty = sqlite file in data_dir.")
-    audit_url: str = Field("", description="Audit sink URL; empty = JSON-lines file in data_dir.")
+    audit_url: str = Field("", description="Audit sink URL; empty = hash-chained JSON-lines file in data_dir.")
+    archive_url: str = Field("", description="Cold archive URL: file:///dir or s3://bucket/prefix; empty = data_dir.")
+    s3_endpoint_url: str = Field("", description="S3-compatible endpoint (MinIO, SeaweedFS); empty = AWS.")
+    s3_access_key: str = ""
+    s3_secret_key: str = ""
+    s3_region: str = "us-east-1"
+    elasticsearch_api_key: str = Field("", description="For elasticsearch:// audit URLs that need a key.")
     embedder_url: str = Field(
         "use://multilingual-v3",
         description="use://multilingual-v3, or sentence-transformers://<installed model package | local path>.",
@@ -98,6 +104,10 @@ class Settings(BaseSettings):
     @property
     def audit(self) -> str:
         return self.audit_url or f"file://{(self.data_dir / 'audit.jsonl').resolve()}"
+
+    @property
+    def archive(self) -> str:
+        return self.archive_url or f"file://{(self.data_dir / 'archive').resolve()}"
 
     @property
     def broker_url(self) -> str:
