@@ -68,6 +68,26 @@ def unseal(key: bytes, sealed: bytes, context: str) -> bytes:
     return AESGCM(key).decrypt(sealed[:_NONCE], sealed[_NONCE:], context.encode())
 
 
+SEALED_TEXT = "enc:v1:"
+
+
+def seal_text(key: bytes, text: str, context: str) -> str:
+    """Text sealed for storage where only strings fit (Redis records, task payloads)."""
+    return SEALED_TEXT + base64.b64encode(seal(key, text.encode(), context)).decode()
+
+
+def open_text(key: bytes | None, text: str, context: str) -> str | None:
+    """The plaintext of ``seal_text`` (plain text passes through); None once the key is gone."""
+    if not text.startswith(SEALED_TEXT):
+        return text
+    if key is None:
+        return None
+    try:
+        return unseal(key, base64.b64decode(text[len(SEALED_TEXT):]), context).decode()
+    except InvalidTag:
+        return None
+
+
 def keyed_tokens(key: bytes, tokens: Sequence[str]) -> list[str]:
     return [hmac.new(key, t.encode("utf-8"), hashlib.sha256).hexdigest()[:16] for t in tokens]
 

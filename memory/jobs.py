@@ -59,6 +59,7 @@ class JobStatus(BaseModel):
     merged: int | None = Field(None, description="How many of its events merged into similar earlier events.")
     llm: str | None = Field(None, description="The LLM stage's outcome (ok, timeout, malformed, …) if it ran.")
     error: str | None = None
+    note: str | None = Field(None, description="Why the job ended early (consent off, user erased).")
 
 
 class Jobs:
@@ -86,6 +87,7 @@ class Jobs:
             merged=int(fields["merged"]) if "merged" in fields else None,
             llm=fields.get("llm"),
             error=fields.get("error"),
+            note=fields.get("note"),
         )
 
     def extracted(self, job_id: str, branches: list[str], event_ids: list[str]) -> None:
@@ -100,6 +102,13 @@ class Jobs:
     def complete(self, job_id: str, stage: str) -> None:
         """Mark one branch done, once, however often it is redelivered."""
         self._call(self._complete, keys=[keys.job(job_id), keys.PENDING], args=[stage, time.time(), job_id])
+
+    def finish(self, job_id: str, state: str, note: str) -> None:
+        """End a job early on purpose (consent off, user erased): it is not re-sent."""
+        pipe = self._redis.pipeline()
+        pipe.hset(keys.job(job_id), mapping={"state": state, "note": note, "finished_at": time.time()})
+        pipe.zrem(keys.PENDING, job_id)
+        self._call(pipe.execute)
 
     def fail(self, job_id: str, stage: str, error: str) -> None:
         """A permanent failure: the job stops being re-sent and says why."""

@@ -16,13 +16,23 @@ expects a single Redis (or a primary with replicas), not Redis Cluster.
 | mneme:llm:failures                    | hash | reason → count of LLM calls that failed | none (2)       |
 | mneme:adapter:current                 | str  | the published query-adapter version     | none (3)       |
 | mneme:review:{tenant}:{review_id}     | hash | a contradiction waiting for a human     | none; 90 days once resolved |
-| mneme:reviews:{tenant}:{user}         | zset | the user's open review ids by time      | none (4)       |
+| mneme:reviews:{tenant}:{user}         | zset | the user's review ids by time           | none (4)       |
 | mneme:devices:{tenant}                | hash | device id → the account it is bound to  | none (4)       |
+| mneme:user:{tenant}:{user}            | hash | consent, child mode                     | none (4)       |
+| mneme:sessions:{tenant}:{user}        | set  | the user's session ids (for erasure)    | session TTL    |
+| mneme:erasing:{tenant}                | zset | users being erased → erased_at          | none (5)       |
+| mneme:tombstones:{tenant}             | zset | hashed erased user → erased_at          | none (5)       |
+| mneme:feedback:{tenant}               | hash | feedback counters (useful / not useful) | none (2)       |
+| mneme:feedback_pairs:{tenant}         | list | (query, event) pairs marked useful      | capped at 10,000 entries |
+| mneme:metrics:{tenant}                | hash | product counters (aggregates only)      | none (2)       |
+| mneme:metrics:{tenant}:failed:{session} | str | marks a session counted as failed      | session TTL    |
 
 (1) a member leaves when its job is done or failed; the redrive task drops members whose job expired.
 (2) a handful of counters (one field per failure reason), kept for operators and metrics.
 (3) one small value that must outlive any session; deleting it reverts to the bare embedder.
 (4) long-term state of an account, removed when the user is erased.
+(5) the erasure sweeper removes a user from ``erasing`` once verified after 24 h, and tombstones once
+    older than the job TTL (no queued write can be older than that).
 """
 
 from __future__ import annotations
@@ -74,3 +84,35 @@ def reviews(tenant: str, user_id: str) -> str:
 
 def devices(tenant: str) -> str:
     return f"{PREFIX}:devices:{tenant}"
+
+
+def user(tenant: str, user_id: str) -> str:
+    return f"{PREFIX}:user:{tenant}:{user_id}"
+
+
+def user_sessions(tenant: str, user_id: str) -> str:
+    return f"{PREFIX}:sessions:{tenant}:{user_id}"
+
+
+def erasing(tenant: str) -> str:
+    return f"{PREFIX}:erasing:{tenant}"
+
+
+def tombstones(tenant: str) -> str:
+    return f"{PREFIX}:tombstones:{tenant}"
+
+
+def feedback(tenant: str) -> str:
+    return f"{PREFIX}:feedback:{tenant}"
+
+
+def feedback_pairs(tenant: str) -> str:
+    return f"{PREFIX}:feedback_pairs:{tenant}"
+
+
+def metrics(tenant: str) -> str:
+    return f"{PREFIX}:metrics:{tenant}"
+
+
+def failed_session(tenant: str, session_id: str) -> str:
+    return f"{PREFIX}:metrics:{tenant}:failed:{session_id}"

@@ -69,6 +69,7 @@ class Message(BaseModel):
     role: Role
     content: str
     client_ts: float  # unix seconds, after clamping
+    received_at: float = 0.0  # server time of acceptance: erasure drops work received before it
     version: int = 0
 
 

@@ -9,17 +9,20 @@ from __future__ import annotations
 import html
 import logging
 from collections.abc import Sequence
+from enum import StrEnum
 from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel
 
-from memory import anchoring, keys, tuning
+from memory import anchoring, feedback, keys, tuning
 from memory.audit import eviction_record, graph_write_record
+from memory.crypto import open_text
 from memory.episodic import AddReport
 from memory.errors import NotFound
 from memory.extraction import extract
-from memory.models import Event, EventType, Extraction, Fact, Message
+from memory.models import Event, EventType, Extraction, Fact, Message, Relation
+from memory.policy import CHILD_AGE
 from memory.runtime import Runtime
 
 EMBED_MAX_CHARS = 1000
@@ -28,12 +31,47 @@ log = logging.getLogger("mneme.pipeline")
 
 class EmbedItem(BaseModel):
     job_id: str
-    text: str
+    text: str  # empty in child mode: nothing of the content is embedded
     events: list[Event]
+    tenant: str = ""
+    user_id: str = ""
+    received_at: float = 0.0
 
 
-def rule_stage(message: Message) -> Extraction:
-    return extract(message)
+class Mode(StrEnum):
+    drop = "drop"  # the user was erased after this message arrived
+    working_only = "working_only"  # no consent to long-term memory
+    child = "child"  # under 13: events without content, no graph writes
+    full = "full"
+
+
+def gate(rt: Runtime, job_id: str, message: Message) -> tuple[Mode, Message]:
+    """What long-term memory may keep of this message, and the message with its text opened."""
+    if rt.policies.erased_after(message.tenant, message.user_id, message.received_at):
+        rt.jobs.finish(job_id, "dropped", "the user was erased after this message arrived")
+        return Mode.drop, message
+    policy = rt.policies.get(message.tenant, message.user_id)
+    if not policy.keeps_long_term:
+        rt.jobs.finish(job_id, "done", "long-term memory is off until the user consents: working memory only")
+        return Mode.working_only, message
+    key = rt.keys.get(message.tenant, message.user_id, create=False)
+    text = open_text(key, message.content, f"{message.session_id}\x1f{message.message_id}")
+    opened = message.model_copy(update={"content": text or ""})
+    return (Mode.child if policy.child else Mode.full), opened
+
+
+def rule_stage(rt: Runtime, mode: Mode, message: Message) -> tuple[Mode, Extraction]:
+    extraction = extract(message)
+    if any(e.event_type is EventType.operation_failure for e in extraction.events):
+        feedback.note_failure(rt, message.tenant, message.session_id)
+    if mode is Mode.full and any(f.relation is Relation.age and f.object.isdigit() and int(f.object) < CHILD_AGE
+                                 for f in extraction.facts):
+        rt.policies.set_child(message.tenant, message.user_id, True, by=f"declared in {message.message_id}")
+        mode = Mode.child
+    if mode is Mode.child:  # type only: no content, no keywords, no index tokens, no graph writes
+        events = [e.model_copy(update={"summary": "", "keywords": [], "tokens": []}) for e in extraction.events]
+        extraction = Extraction(events=events, facts=[])
+    return mode, extraction
 
 
 def needs_llm(rt: Runtime, extraction: Extraction) -> bool:
@@ -48,13 +86,15 @@ def llm_stage(rt: Runtime, job_id: str, message: Message, fallback: Extraction) 
     return extraction
 
 
-def declare(rt: Runtime, job_id: str, message: Message, extraction: Extraction) -> tuple[EmbedItem, list[Fact]]:
+def declare(rt: Runtime, job_id: str, message: Message, extraction: Extraction,
+            mode: Mode = Mode.full) -> tuple[EmbedItem, list[Fact]]:
     """Anchor the facts, record the extraction on the job and say which branches follow (embed, and
     graph if any facts). Branches are declared before they are sent, so none can finish first."""
     facts = anchor_facts(rt, message, extraction.facts)
     branches = ["embed"] + (["graph"] if facts else [])
     rt.jobs.extracted(job_id, branches, [e.event_id for e in extraction.events])
-    return EmbedItem(job_id=job_id, text=message.content, events=extraction.events), facts
+    return EmbedItem(job_id=job_id, text=message.content if mode is Mode.full else "", events=extraction.events,
+                     tenant=message.tenant, user_id=message.user_id, received_at=message.received_at), facts
 
 
 def anchor_facts(rt: Runtime, message: Message, facts: list[Fact]) -> list[Fact]:
@@ -73,7 +113,12 @@ def anchor_facts(rt: Runtime, message: Message, facts: list[Fact]) -> list[Fact]
 def embed_stage(rt: Runtime, items: Sequence[EmbedItem]) -> list[dict]:
     """Embed many messages in one model call and store (or merge) their events; returns the audit
     records of events evicted by the per-user cap."""
+    erased = [i for i in items if rt.policies.erased_after(i.tenant, i.user_id, i.received_at)]
+    for item in erased:  # queued before the user's erasure: dropped, never resurrected
+        rt.jobs.finish(item.job_id, "dropped", "the user was erased after this message arrived")
+    items = [i for i in items if i not in erased]
     vectors = rt.embedder.embed([html.unescape(item.text)[:EMBED_MAX_CHARS] for item in items])
+    vectors[[not item.text for item in items]] = 0.0  # child mode: type only
     events = [event for item in items for event in item.events]
     rows = np.stack([vectors[i] for i, item in enumerate(items) for _ in item.events]) if events else vectors
     texts = {event.message_ids[0]: item.text for item in items for event in item.events}
@@ -87,8 +132,17 @@ def embed_stage(rt: Runtime, items: Sequence[EmbedItem]) -> list[dict]:
     return [eviction_record(e) for e in report.evicted]
 
 
-def graph_stage(rt: Runtime, job_id: str, facts: Sequence[Fact]) -> list[dict]:
+def graph_stage(rt: Runtime, job_id: str, facts: Sequence[Fact], received_at: float = 0.0) -> list[dict]:
     """Merge the facts; returns the audit records of what changed."""
+    if facts:
+        tenant, user_id = facts[0].tenant, facts[0].user_id
+        if rt.policies.erased_after(tenant, user_id, received_at):
+            rt.jobs.finish(job_id, "dropped", "the user was erased after this message arrived")
+            return []
+        policy = rt.policies.get(tenant, user_id)
+        if policy.child or not policy.keeps_long_term:  # consent withdrawn or child mode since extraction
+            rt.jobs.complete(job_id, "graph")
+            return []
     changes = rt.beliefs.apply(facts)
     rt.jobs.complete(job_id, "graph")
     return [graph_write_record(change, operator_id="pipeline") for change in changes]
@@ -98,8 +152,13 @@ def stale_jobs(rt: Runtime, limit: int) -> list[tuple[str, Message]]:
     return rt.jobs.stale(rt.settings.redrive_after_s, limit)
 
 
-def tuning_stage(rt: Runtime, pairs_path: Path, *, publish: bool, dry_run: bool, rank: int, epochs: int) -> dict:
-    pairs = tuning.read_pairs(pairs_path)
+def tuning_stage(rt: Runtime, pairs_path: Path | None, *, publish: bool, dry_run: bool, rank: int,
+                 epochs: int) -> dict:
+    """Train on a JSON-lines file of pairs, or (no path) on the pairs users' feedback marked useful."""
+    if pairs_path is None:
+        pairs = [tuning.TrainingPair(query=q, positive=p) for q, p in feedback.training_pairs(rt, rt.settings.tenant)]
+    else:
+        pairs = tuning.read_pairs(pairs_path)
     if dry_run:
         return {"pairs": len(pairs), "dry_run": True}
     report = tuning.train(rt.embedder, pairs, tuning.adapters_dir(rt.settings.data_dir), rank=rank, epochs=epochs)

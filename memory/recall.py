@@ -51,7 +51,7 @@ class EventHit(BaseModel):
     message_ids: list[str]
     score: float
     why: dict[str, float] = Field(description="Score parts: keyword_rank, bm25, vector_rank, vector_sim, rrf, "
-                                              "recency, weight, type_match.")
+                                              "recency, weight (feedback), noise, type_match.")
 
 
 class FactHit(BaseModel):
@@ -102,15 +102,18 @@ def recall(rt: Runtime, tenant: str, user_id: str, query: str, k: int = 5, sessi
             degraded["working"] = exc.message
     inferred = frozenset() if event_types else infer_types(query)
     events: list[EventHit] = []
-    try:
-        events = search_events(rt, tenant, user_id, query, k, event_types, inferred, include_text)
-    except MnemeError as exc:
-        degraded["episodic"] = exc.message
     facts: list[FactHit] = []
-    try:
-        facts = _facts(rt, tenant, user_id, query)
-    except MnemeError as exc:
-        degraded["graph"] = exc.message
+    if not rt.policies.get(tenant, user_id).keeps_long_term:
+        degraded["long_term"] = "off: the user has not consented to long-term memory"
+    else:
+        try:
+            events = search_events(rt, tenant, user_id, query, k, event_types, inferred, include_text)
+        except MnemeError as exc:
+            degraded["episodic"] = exc.message
+        try:
+            facts = _facts(rt, tenant, user_id, query)
+        except MnemeError as exc:
+            degraded["graph"] = exc.message
     return RecallResult(
         user_id=user_id, query=query, inferred_types=sorted(inferred), working=working, events=events,
         facts=facts, degraded=degraded, took_ms=round((time.perf_counter() - started) * 1000, 2),
@@ -154,8 +157,9 @@ def _ranked(rt: Runtime, tenant: str, user_id: str, query: str, vector, k: int,
         rrf = keyword_weight / (RRF_K + p["keyword_rank"]) if "keyword_rank" in p else 0.0
         rrf += 1.0 / (RRF_K + p["vector_rank"]) if "vector_rank" in p else 0.0
         recency = 0.5 ** (max(0.0, now - event.ts) / 86400 / s.recency_half_life_days)
-        score = rrf * (1 + s.recency_boost * recency) * event.weight
-        p.update(rrf=round(rrf, 6), recency=round(recency, 4), weight=event.weight, type_match=type_match)
+        score = rrf * (1 + s.recency_boost * recency) * event.weight * event.noise
+        p.update(rrf=round(rrf, 6), recency=round(recency, 4), weight=event.weight, noise=event.noise,
+                 type_match=type_match)
         scored.append((score, event))
     scored.sort(key=lambda se: se[0], reverse=True)
     hits = []

@@ -30,7 +30,15 @@ BACKENDS: dict[str, dict[str, tuple[str, str]]] = {
         "use": ("memory.embedding:USEEmbedder", ""),
         "sentence-transformers": ("memory.embedding:SentenceTransformerEmbedder", ""),
     },
-    "audit": {"file": ("memory.audit:FileAuditLog", "")},
+    "audit": {
+        "file": ("memory.audit.file:FileAuditLog", ""),
+        "elasticsearch": ("memory.audit.elasticsearch:ElasticsearchAuditSink", "elasticsearch"),
+        "elasticsearchs": ("memory.audit.elasticsearch:ElasticsearchAuditSink", "elasticsearch"),
+    },
+    "archive": {
+        "file": ("memory.archive.local:LocalColdStore", ""),
+        "s3": ("memory.archive.s3:S3ColdStore", "s3"),
+    },
 }
 
 

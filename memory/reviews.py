@@ -56,15 +56,19 @@ class Reviews:
         return self.get(tenant, user_id, review.review_id)
 
     def get(self, tenant: str, user_id: str, review_id: str) -> Review:
-        raw = self._call(self._redis.hget, keys.review(tenant, review_id), "json")
-        review = Review.model_validate_json(raw) if raw else None
+        review = self._load(tenant, review_id)
         if review is None or review.user_id != user_id:
             raise NotFound(f"no review {review_id!r} for user {user_id!r}")
         return review
 
     def list_open(self, tenant: str, user_id: str) -> list[Review]:
         ids = self._call(self._redis.zrange, keys.reviews(tenant, user_id), 0, -1)
-        return [self.get(tenant, user_id, review_id) for review_id in ids]
+        found = [self._load(tenant, review_id) for review_id in ids]
+        return [r for r in found if r is not None and r.status == "open"]
+
+    def _load(self, tenant: str, review_id: str) -> Review | None:
+        raw = self._call(self._redis.hget, keys.review(tenant, review_id), "json")
+        return Review.model_validate_json(raw) if raw else None
 
     def close(self, review: Review, kept: list[str], operator_id: str) -> Review:
         if review.status != "open":
@@ -73,7 +77,6 @@ class Reviews:
         pipe = self._redis.pipeline()
         pipe.hset(keys.review(review.tenant, review.review_id), "json", done.model_dump_json())
         pipe.expire(keys.review(review.tenant, review.review_id), RESOLVED_TTL_S)
-        pipe.zrem(keys.reviews(review.tenant, review.user_id), review.review_id)
         self._call(pipe.execute)
         return done
 

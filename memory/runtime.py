@@ -13,6 +13,7 @@ import numpy as np
 import redis
 
 from memory import keys
+from memory.archive import ColdStore
 from memory.audit import AuditSink
 from memory.beliefs import Beliefs
 from memory.crypto import UserKeys
@@ -23,6 +24,7 @@ from memory.events import EpisodicMemory
 from memory.graph import GraphStore
 from memory.jobs import Jobs
 from memory.llm import LLMExtractor
+from memory.policy import Policies
 from memory.registry import open_backend
 from memory.reviews import Reviews
 from memory.settings import Settings, get_settings
@@ -48,7 +50,12 @@ class Runtime:
 
     @cached_property
     def working(self) -> WorkingMemory:
-        return WorkingMemory(self.redis, self.settings)
+        return WorkingMemory(self.redis, self.settings,
+                             open_key=lambda tenant, user_id: self.keys.get(tenant, user_id, create=False))
+
+    @cached_property
+    def policies(self) -> Policies:
+        return Policies(self.redis, self.settings)
 
     @cached_property
     def devices(self) -> Devices:
@@ -81,6 +88,10 @@ class Runtime:
     @cached_property
     def llm(self) -> LLMExtractor:
         return LLMExtractor(self.settings, self.redis)
+
+    @cached_property
+    def archive(self) -> ColdStore:
+        return open_backend("archive", self.settings.archive, self.settings)
 
     @cached_property
     def audit(self) -> AuditSink:
@@ -125,6 +136,7 @@ class Runtime:
             "episodic": lambda: self.episodic_store.ping(),
             "graph": lambda: self.graph.ping(),
             "audit": lambda: self.audit.ping(),
+            "archive": lambda: self.archive.ping(),
         }
         report = {}
         for name, check in checks.items():

@@ -69,6 +69,14 @@ class Settings(BaseSettings):
     merge_threshold: float = Field(0.9, gt=0, le=1, description="Cosine at which same-type events merge.")
     events_cap: int = Field(200, ge=1, description="Live events per user; the lowest-value ones are evicted.")
 
+    # --- privacy ---------------------------------------------------------------------------------
+    consent_required: bool = Field(True, description="Long-term memory stays off until the user opts in.")
+    archive_after_days: float = Field(30.0, gt=0, description="Greetings and small talk older move to cold storage.")
+    noise_threshold: int = Field(5, ge=2, description="Same event type this often within noise_window_days …")
+    noise_window_days: float = Field(7.0, gt=0)
+    noise_weight: float = Field(0.3, gt=0, le=1, description="… weighs this much in recall.")
+    erasure_sla_hours: float = Field(24.0, gt=0)
+
     # --- semantic memory (graph) ---------------------------------------------------------------
     half_life_days: dict[str, float] = Field(
         default_factory=lambda: {"profile": 365.0, "preference": 90.0, "emotion": 1.0, "default": 30.0},

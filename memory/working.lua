@@ -1,5 +1,5 @@
 -- Working memory: every change to a session is one atomic step of this script.
--- KEYS: meta, msg, full, snap, ids, job, pending
+-- KEYS: meta, msg, full, snap, ids, job, pending, user_sessions, metrics
 -- ARGV[1] = op: 'append' | 'rollback' | 'read' | 'get'
 --
 -- A snapshot is the comma-joined list of message seqs, ordered by client timestamp.
@@ -7,6 +7,7 @@
 -- is deleted once no stored snapshot refers to it.
 
 local meta, msg, full, snap, ids, job, pending = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local user_sessions, metrics = KEYS[8], KEYS[9]
 local op = ARGV[1]
 
 local function split(s)
@@ -55,7 +56,7 @@ end
 
 if op == 'append' then
   -- ARGV: op, user, message_id, content_hash, record_json, ts, full_text, window, kept, ttl,
-  --       job_json, job_ttl, now, job_id
+  --       job_json, job_ttl, now, job_id, session_id
   local user, message_id, chash, record = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
   local ts, full_text = tonumber(ARGV[6]), ARGV[7]
   local window, kept, ttl = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
@@ -98,6 +99,15 @@ if op == 'append' then
   end
   redis.call('HSET', ids, message_id, seq .. '|' .. chash)
   expire_all(ttl)
+  -- product metrics: aggregates only (messages, sessions, users, returning users)
+  redis.call('HINCRBY', metrics, 'messages', 1)
+  if redis.call('SADD', user_sessions, ARGV[15]) == 1 then
+    redis.call('HINCRBY', metrics, 'sessions', 1)
+    local n = redis.call('SCARD', user_sessions)
+    if n == 1 then redis.call('HINCRBY', metrics, 'users', 1) end
+    if n == 2 then redis.call('HINCRBY', metrics, 'returning_users', 1) end
+  end
+  redis.call('EXPIRE', user_sessions, ttl)
 
   redis.call('HSET', job, 'state', 'accepted', 'accepted_at', now, 'payload', job_json)
   redis.call('EXPIRE', job, job_ttl)
@@ -120,7 +130,7 @@ if op == 'rollback' then
   for _, s in ipairs(seqs) do keep[s] = true end
   local removed = {}
   for _, s in ipairs(current) do if not keep[s] then removed[#removed + 1] = s end end
-  return {'ok', version, target, records(removed)}
+  return {'ok', version, target, records(removed), redis.call('HGET', meta, 'user') or ''}
 end
 
 if op == 'read' then
@@ -131,7 +141,7 @@ if op == 'read' then
   if not version or version < 0 or version > head then return {'range', head} end
   local seqs = snapshot(version)
   if not seqs then return {'gone', head} end
-  return {'ok', head, version, records(seqs)}
+  return {'ok', head, version, records(seqs), redis.call('HGET', meta, 'user') or ''}
 end
 
 if op == 'get' then
@@ -141,7 +151,7 @@ if op == 'get' then
   local seq = string.sub(seen, 1, string.find(seen, '|', 1, true) - 1)
   local rec = redis.call('HGET', msg, seq)
   if not rec then return {'gone'} end
-  return {'ok', rec, redis.call('HGET', full, seq) or ''}
+  return {'ok', rec, redis.call('HGET', full, seq) or '', redis.call('HGET', meta, 'user') or ''}
 end
 
 return redis.error_reply('unknown op ' .. tostring(op))

@@ -8,12 +8,14 @@ the same step, so nothing accepted can be lost between Redis and the queue.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from importlib import resources
 
 import redis
 from pydantic import BaseModel
 
 from memory import keys
+from memory.crypto import SEALED_TEXT, open_text, seal_text
 from memory.errors import Conflict, NotFound, TransientError
 from memory.models import Message, Role
 from memory.settings import Settings
@@ -58,16 +60,23 @@ class RolledBack(BaseModel):
 
 
 class WorkingMemory:
-    def __init__(self, client: redis.Redis, settings: Settings) -> None:
+    """``seal_key(tenant, user_id)`` gives the key to encrypt a child's messages with (None: plaintext);
+    ``open_key(tenant, user_id)`` the key to read them back (None once the user is erased)."""
+
+    def __init__(self, client: redis.Redis, settings: Settings,
+                 open_key: Callable[[str, str], bytes | None] = lambda tenant, user_id: None) -> None:
         self._redis = client
         self._settings = settings
         self._script = client.register_script(_LUA)
+        self._open_key = open_key
 
-    def _run(self, tenant: str, session_id: str, *args: object, job_id: str = "") -> list:
+    def _run(self, tenant: str, session_id: str, *args: object, job_id: str = "", user_id: str = "") -> list:
         k = keys.session(tenant, session_id)
         job_key = keys.job(job_id) if job_id else keys.job("-")
+        sessions = keys.user_sessions(tenant, user_id) if user_id else keys.user_sessions(tenant, "-")
         try:
-            return self._script(keys=[*k.all(), job_key, keys.PENDING], args=list(args))
+            return self._script(keys=[*k.all(), job_key, keys.PENDING, sessions, keys.metrics(tenant)],
+                                args=list(args))
         except REDIS_ERRORS as exc:
             raise TransientError(f"working memory unavailable: {exc}") from exc
 
@@ -83,7 +92,10 @@ class WorkingMemory:
         client_ts: float,
         job_id: str,
         device_id: str | None = None,
+        seal_key: bytes | None = None,
     ) -> Accepted:
+        """Append a message. With ``seal_key`` (child mode) its text is stored encrypted at rest, in the
+        window, the full-text store and the queued job alike."""
         s = self._settings
         now = round(time.time(), 3)
         ts = round(min(client_ts, now + s.max_clock_skew_s), 3)
@@ -91,19 +103,21 @@ class WorkingMemory:
         shown, truncated = (text, False)
         if role is Role.assistant:
             shown, truncated = truncate_reply(text, s.assistant_max_chars)
+        context = f"{session_id}\x1f{message_id}"
+        protect = (lambda t: seal_text(seal_key, t, context)) if seal_key else (lambda t: t)
         message = Message(
             tenant=tenant, user_id=user_id, session_id=session_id, device_id=device_id,
-            message_id=message_id, role=role, content=text, client_ts=ts,
+            message_id=message_id, role=role, content=protect(text), client_ts=ts, received_at=now,
         )
         record = StoredMessage(
-            message_id=message_id, session_id=session_id, role=role, content=shown, client_ts=ts,
+            message_id=message_id, session_id=session_id, role=role, content=protect(shown), client_ts=ts,
             received_at=now, device_id=device_id, truncated=truncated, version=0, seq=0,
         )
         digest = sha256(text)
         reply = self._run(
             tenant, session_id, "append", user_id, message_id, digest, record.model_dump_json(), ts,
-            text if truncated else "", s.window_size, s.versions_kept, s.session_ttl_s,
-            message.model_dump_json(), s.job_ttl_s, now, job_id, job_id=job_id,
+            protect(text) if truncated else "", s.window_size, s.versions_kept, s.session_ttl_s,
+            message.model_dump_json(), s.job_ttl_s, now, job_id, session_id, job_id=job_id, user_id=user_id,
         )
         status = reply[0]
         if status == "owner":
@@ -123,8 +137,15 @@ class WorkingMemory:
         self._raise_for(reply, session_id, version)
         return SessionView(
             session_id=session_id, head=int(reply[1]), version=int(reply[2]),
-            messages=[StoredMessage.model_validate_json(r) for r in reply[3] if r],
+            messages=self._opened(tenant, reply[4], [StoredMessage.model_validate_json(r) for r in reply[3] if r]),
         )
+
+    def _opened(self, tenant: str, user_id: str, records: list[StoredMessage]) -> list[StoredMessage]:
+        if not any(r.content.startswith(SEALED_TEXT) for r in records):
+            return records
+        key = self._open_key(tenant, user_id)
+        return [r.model_copy(update={"content": open_text(key, r.content, f"{r.session_id}\x1f{r.message_id}")
+                                     or "[erased]"}) for r in records]
 
     def rollback(self, tenant: str, session_id: str, to_version: int | None = None) -> RolledBack:
         """Restore the snapshot of ``to_version`` (or the one before the last change) as a new version."""
@@ -134,7 +155,7 @@ class WorkingMemory:
         self._raise_for(reply, session_id, to_version)
         return RolledBack(
             session_id=session_id, version=int(reply[1]), restored=int(reply[2]),
-            removed=[StoredMessage.model_validate_json(r) for r in reply[3] if r],
+            removed=self._opened(tenant, reply[4], [StoredMessage.model_validate_json(r) for r in reply[3] if r]),
         )
 
     def get(self, tenant: str, session_id: str, message_id: str) -> tuple[StoredMessage, str]:
@@ -144,8 +165,9 @@ class WorkingMemory:
             raise NotFound(f"no message {message_id!r} in session {session_id!r}")
         if reply[0] == "gone":
             raise NotFound(f"message {message_id!r} has left working memory; search long-term memory instead")
-        record = StoredMessage.model_validate_json(reply[1])
-        return record, reply[2] or record.content
+        [record] = self._opened(tenant, reply[3], [StoredMessage.model_validate_json(reply[1])])
+        full = reply[2] or record.content
+        return record, open_text(self._open_key(tenant, reply[3]), full, f"{session_id}\x1f{message_id}") or full
 
     def _raise_for(self, reply: list, session_id: str, version: int | None) -> None:
         status = reply[0]

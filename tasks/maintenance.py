@@ -6,7 +6,8 @@ from pathlib import Path
 
 from celery import shared_task
 
-from memory import pipeline
+from memory import erasure, maintenance, pipeline
+from memory.audit import eviction_record
 from memory.pipeline import tuning_stage
 from memory.runtime import get_runtime
 from tasks.base import MnemeTask
@@ -27,12 +28,12 @@ def redrive(dry_run: bool = False, limit: int = 500) -> dict:
 
 
 @shared_task(name="memory.train_adapter", base=MnemeTask, stage="maintenance")
-def train_adapter(pairs_path: str, publish: bool = True, dry_run: bool = False, rank: int = 8,
+def train_adapter(pairs_path: str | None = None, publish: bool = True, dry_run: bool = False, rank: int = 8,
                   epochs: int = 60) -> dict:
-    """Fine-tune a LoRA query adapter on (query, positive) pairs from a JSON-lines file; publishing it
-    switches every process to it within seconds."""
-    return tuning_stage(get_runtime(), Path(pairs_path), publish=publish, dry_run=dry_run, rank=rank,
-                        epochs=epochs)
+    """Fine-tune a LoRA query adapter on (query, positive) pairs from a JSON-lines file, or from useful
+    feedback when no file is given; publishing it switches every process to it within seconds."""
+    return tuning_stage(get_runtime(), Path(pairs_path) if pairs_path else None, publish=publish,
+                        dry_run=dry_run, rank=rank, epochs=epochs)
 
 
 @shared_task(name="memory.decay", base=MnemeTask, stage="maintenance")
@@ -42,3 +43,34 @@ def decay(dry_run: bool = False, limit: int = 100_000, batch_size: int = 500) ->
     if records:
         audit.apply_async(kwargs={"records": records})
     return report
+
+
+def _maintain(job, dry_run: bool, limit: int, batch_size: int) -> dict:
+    report = maintenance.run(get_runtime(), job, dry_run=dry_run, limit=limit, batch_size=batch_size)
+    if report.evicted:
+        audit.apply_async(kwargs={"records": [eviction_record(e) for e in report.evicted]})
+    return report.model_dump()
+
+
+@shared_task(name="memory.archive", base=MnemeTask, stage="maintenance")
+def archive(dry_run: bool = False, limit: int = 100_000, batch_size: int = 500) -> dict:
+    """Nightly: greetings and small talk older than 30 days to cold storage, out of recall."""
+    return _maintain(maintenance.archive_user, dry_run, limit, batch_size)
+
+
+@shared_task(name="memory.downweight_noise", base=MnemeTask, stage="maintenance")
+def downweight_noise(dry_run: bool = False, limit: int = 100_000, batch_size: int = 500) -> dict:
+    """Nightly: the same event type ≥5 times within 7 days weighs ×0.3 in recall."""
+    return _maintain(maintenance.downweight_noise, dry_run, limit, batch_size)
+
+
+@shared_task(name="memory.compact", base=MnemeTask, stage="maintenance")
+def compact(dry_run: bool = False, limit: int = 100_000, batch_size: int = 500) -> dict:
+    """Nightly: every user held to the live-event cap (evictions audited)."""
+    return _maintain(maintenance.compact_user, dry_run, limit, batch_size)
+
+
+@shared_task(name="memory.erasure_sweep", base=MnemeTask, stage="maintenance")
+def erasure_sweep(dry_run: bool = False, limit: int = 1000) -> dict:
+    """Hourly: re-run and verify erasures younger than the 24 h SLA."""
+    return erasure.sweep(get_runtime(), dry_run=dry_run, limit=limit)

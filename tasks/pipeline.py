@@ -15,13 +15,16 @@ from tasks.base import MnemeTask
 
 @shared_task(name="memory.extract", base=MnemeTask, stage="extract")
 def extract(job_id: str, message: dict) -> dict:
-    parsed = Message.model_validate(message)
-    extraction = pipeline.rule_stage(parsed)
-    if pipeline.needs_llm(get_runtime(), extraction):
-        llm_extract.apply_async(kwargs={"job_id": job_id, "message": message,
+    rt = get_runtime()
+    mode, parsed = pipeline.gate(rt, job_id, Message.model_validate(message))
+    if mode in (pipeline.Mode.drop, pipeline.Mode.working_only):
+        return {"mode": mode.value}
+    mode, extraction = pipeline.rule_stage(rt, mode, parsed)
+    if mode is pipeline.Mode.full and pipeline.needs_llm(rt, extraction):
+        llm_extract.apply_async(kwargs={"job_id": job_id, "message": parsed.model_dump(mode="json"),
                                         "fallback": extraction.model_dump(mode="json")})
         return {"events": len(extraction.events), "facts": len(extraction.facts), "llm": True}
-    return _fan_out(job_id, parsed, extraction)
+    return _fan_out(job_id, parsed, extraction, mode)
 
 
 class LLMTask(MnemeTask):
@@ -39,12 +42,14 @@ def llm_extract(job_id: str, message: dict, fallback: dict) -> dict:
     return _fan_out(job_id, parsed, extraction)
 
 
-def _fan_out(job_id: str, message: Message, extraction: Extraction) -> dict:
-    item, facts = pipeline.declare(get_runtime(), job_id, message, extraction)
+def _fan_out(job_id: str, message: Message, extraction: Extraction,
+             mode: pipeline.Mode = pipeline.Mode.full) -> dict:
+    item, facts = pipeline.declare(get_runtime(), job_id, message, extraction, mode)
     embed.apply_async(kwargs={"item": item.model_dump(mode="json")})
     if facts:
-        upsert_graph.apply_async(kwargs={"job_id": job_id, "facts": [f.model_dump(mode="json") for f in facts]})
-    return {"events": len(extraction.events), "facts": len(facts)}
+        upsert_graph.apply_async(kwargs={"job_id": job_id, "facts": [f.model_dump(mode="json") for f in facts],
+                                         "received_at": message.received_at})
+    return {"events": len(extraction.events), "facts": len(facts), "mode": mode.value}
 
 
 @worker_process_init.connect
@@ -114,8 +119,8 @@ def _retry(request, item: pipeline.EmbedItem, exc: Exception) -> None:
 
 
 @shared_task(name="memory.upsert_graph", base=MnemeTask, stage="graph")
-def upsert_graph(job_id: str, facts: list[dict]) -> int:
-    records = pipeline.graph_stage(get_runtime(), job_id, [Fact.model_validate(f) for f in facts])
+def upsert_graph(job_id: str, facts: list[dict], received_at: float = 0.0) -> int:
+    records = pipeline.graph_stage(get_runtime(), job_id, [Fact.model_validate(f) for f in facts], received_at)
     _audit(records)
     return len(records)
 

@@ -15,7 +15,8 @@ from workers.stack import Stack, free_port
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory):
     s = Stack(tmp_path_factory.mktemp("stack"), api_port=free_port(), beat=False, flower=False,
-              env={"MNEME_REDIS_URL": "", "MNEME_WINDOW_SIZE": "50", "MNEME_VERSIONS_KEPT": "20"})
+              env={"MNEME_REDIS_URL": "", "MNEME_WINDOW_SIZE": "50", "MNEME_VERSIONS_KEPT": "20",
+                   "MNEME_CONSENT_REQUIRED": "false"})
     s.start()
     yield s
     s.stop()

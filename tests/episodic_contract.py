@@ -291,3 +291,57 @@ class EpisodicContract:
 
     def test_ping_answers_when_the_backend_is_up(self, store):
         assert store.ping() is None
+
+    # --- maintenance primitives: dump, delete, update, users -------------------------------------
+
+    def test_dump_returns_events_with_their_vectors_oldest_first_and_filters(self, store, ids):
+        events = [self.event(ids, "new", ts=30.0, kind=EventType.greeting),
+                  self.event(ids, "old", ts=10.0, kind=EventType.greeting),
+                  self.event(ids, "mid", ts=20.0, kind=EventType.question)]
+        vectors = rows(unit(1, 0), unit(0, 1), unit(1, 1))
+        store.add(events, vectors, 0.999, 200)
+        user = ids("u")
+        dumped = store.dump(T, user)
+        assert ids.names(e.event_id for e, _ in dumped) == ["old", "mid", "new"]
+        by_id = {e.event_id: v for e, v in dumped}
+        assert np.allclose(by_id[ids("old")], unit(0, 1), atol=1e-5)
+        assert dumped[0][0].sealed == b"opaque" and dumped[0][0].message_ids == ["m-old"]
+        greetings = store.dump(T, user, types={EventType.greeting}, before_ts=25.0)
+        assert ids.names(e.event_id for e, _ in greetings) == ["old"]
+        assert store.dump(T, ids("nobody")) == []
+
+    def test_delete_removes_events_from_search_and_forgets_their_aliases(self, store, ids):
+        store.add([self.event(ids, "a", tokens=[tok("x")])], rows(unit(1, 0)), 0.9, 200)
+        store.add([self.event(ids, "a2", tokens=[tok("x")])], rows(unit(1, 0)), 0.9, 200)  # merges into a
+        user = ids("u")
+        assert store.delete(T, user, [ids("a"), ids("missing")]) == 1
+        assert store.get(T, user, [ids("a")]) == [] and store.live_count(T, user) == 0
+        assert store.keyword_search(T, user, [tok("x")], None, 5) == []
+        assert store.vector_search(T, user, unit(1, 0), None, 5) == []
+        report = store.add([self.event(ids, "a2", tokens=[tok("x")])], rows(unit(1, 0)), 0.9, 200)
+        assert ids.names(report.inserted) == ["a2"]  # its alias went with the event it pointed to
+        assert store.delete(T, user, []) == 0
+
+    def test_update_sets_weight_noise_and_status_only(self, store, ids):
+        store.add([self.event(ids, "a"), self.event(ids, "b")], rows(unit(1, 0), unit(0, 1)), 0.999, 200)
+        user = ids("u")
+        assert store.update(T, user, [ids("a")], weight=1.5, noise=0.3) == 1
+        [a] = store.get(T, user, [ids("a")])
+        assert (a.weight, a.noise) == (pytest.approx(1.5), pytest.approx(0.3))
+        store.update(T, user, [ids("b")], status="evicted")
+        assert ids.names(e for e, _ in store.vector_search(T, user, unit(1, 1), None, 5)) == ["a"]
+        with pytest.raises(ValueError):
+            store.update(T, user, [ids("a")], confidence=1.0)
+
+    def test_users_lists_every_user_with_events_in_order_and_pages(self, store, ids):
+        for name in ("u1", "u2", "u3"):
+            store.add([self.event(ids, f"e-{name}", user=name)], rows(unit(1, 0)), 0.999, 200)
+        mine = sorted((T, ids(n)) for n in ("u1", "u2", "u3"))
+        seen, after = [], ("", "")
+        while True:
+            page = store.users(after, 2)
+            if not page:
+                break
+            seen += page
+            after = page[-1]
+        assert [u for u in seen if u in mine] == mine and seen == sorted(seen)

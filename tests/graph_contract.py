@@ -514,6 +514,20 @@ class GraphContract:
         assert (row.evidence_id, row.message_ids, row.device_id, row.session_id, row.note) == (
             ids("事件:一"), ["消息-1", "消息-2"], "设备甲", "会话", "总把加速度和速度搞混")
 
+    def test_erasing_a_user_removes_their_relations_evidence_and_lone_concepts(self, store, ids):
+        mine, shared = self.key(ids, "私密的爱好"), self.key(ids, "math")
+        theirs = self.key(ids, "math", user="other")
+        store.merge(mine, self.ev(ids, "e1", 0.8), BLEND)
+        store.merge(shared, self.ev(ids, "e2", 0.8), BLEND)
+        store.merge(theirs, self.ev(ids, "e3", 0.8), BLEND)
+        assert store.erase_user(mine.tenant, mine.user_id) == 2
+        assert store.relations(mine.tenant, mine.user_id, statuses=list(Status)) == []
+        assert store.evidence([self.rel_id(mine), self.rel_id(shared)]) == []
+        assert [r.object for r in store.relations(theirs.tenant, theirs.user_id)] == ["math"]  # others untouched
+        assert store.erase_user(mine.tenant, mine.user_id) == 0  # idempotent
+        store.merge(mine, self.ev(ids, "e4", 0.6), BLEND)  # the id can come back as a fresh user
+        assert self.one(store, mine).confidence == pytest.approx(0.6)
+
     def test_ping_answers_when_the_backend_is_up(self, store):
         assert store.ping() is None
 

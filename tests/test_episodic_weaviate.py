@@ -13,17 +13,21 @@ import pytest
 from weaviate.exceptions import UnexpectedStatusCodeError, WeaviateConnectionError, WeaviateQueryError
 from weaviate.util import generate_uuid5
 
+from memory.episodic import StoredEvent
 from memory.episodic.weaviate import (
     DEFAULT_COLLECTION,
     TENANT_NAME,
     Target,
     WeaviateEpisodicStore,
     _boundary,
+    _event,
+    _properties,
     object_id,
     parse_url,
     tenant_name,
 )
 from memory.errors import ConfigurationError, TransientError
+from memory.models import EventType, Role
 from memory.registry import open_backend
 from memory.settings import Settings
 from tests.episodic_contract import EpisodicContract
@@ -125,3 +129,39 @@ def test_only_unavailability_is_translated_to_transient():
     busy = UnexpectedStatusCodeError("busy", httpx.Response(503, request=request))
     invalid = UnexpectedStatusCodeError("invalid", httpx.Response(422, request=request))
     assert isinstance(raised(busy), TransientError) and raised(invalid) is invalid
+
+
+def test_noise_is_stored_and_objects_written_before_it_existed_read_as_one():
+    event = StoredEvent(event_id="e", tenant="t", user_id="u", session_id="s", ts=1.0, event_type=EventType.goal,
+                        role=Role.user, lang="zh", text_hash="h", message_ids=["m"], confidence=0.8, noise=0.3,
+                        sealed=b"\x00opaque", tokens=["k1", "k2"])
+    props = _properties(event)
+    assert props["noise"] == 0.3 and _event(props) == event
+    del props["noise"]  # as gRPC returns an object that lacks the property
+    assert _event(props) == event.model_copy(update={"noise": 1.0})
+    assert _event({**props, "noise": None}).noise == 1.0
+
+
+class _NoServer:
+    """A client that fails any request: the store may be built, but nothing may be asked of it."""
+
+    class collections:  # noqa: N801 - stands in for the client's attribute
+        @staticmethod
+        def use(name):
+            return _NoServer()
+
+    def __getattr__(self, name):
+        raise AssertionError(f"request made: {name}")
+
+
+def test_update_refuses_fields_other_than_weight_noise_status_before_any_request():
+    store = WeaviateEpisodicStore(_NoServer(), DEFAULT_COLLECTION)
+    for fields in ({"confidence": 1.0}, {"weight": 2.0, "count": 3}, {"sealed": b"x"}):
+        with pytest.raises(ValueError, match="updatable"):
+            store.update("t", "u", ["e"], **fields)
+    with pytest.raises(ValueError):
+        store.update("t", "u", [], event_type="goal")
+    assert store.update("t", "u", [], weight=2.0) == 0 and store.update("t", "u", ["e"]) == 0
+    assert store.delete("t", "u", []) == 0
+    assert store.dump("t", "u", statuses=()) == [] and store.dump("t", "u", limit=0) == []
+    assert store.users(limit=0) == []

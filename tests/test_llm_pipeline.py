@@ -20,7 +20,8 @@ def stub():
 @pytest.fixture(scope="module")
 def llm_stack(tmp_path_factory, stub):
     s = Stack(tmp_path_factory.mktemp("llm-stack"), api_port=free_port(), beat=False, flower=False,
-              env={"MNEME_REDIS_URL": "", "MNEME_LLM_BASE_URL": stub.base_url, "MNEME_LLM_TIMEOUT_S": "1"})
+              env={"MNEME_REDIS_URL": "", "MNEME_LLM_BASE_URL": stub.base_url, "MNEME_LLM_TIMEOUT_S": "1",
+                   "MNEME_CONSENT_REQUIRED": "false"})
     s.start()
     yield s
     s.stop()

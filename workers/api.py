@@ -7,18 +7,24 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from contextlib import asynccontextmanager
 
+import redis
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from memory import ids
-from memory.audit import graph_write_record
+from memory import feedback, ids
+from memory.audit import graph_write_record, record
 from memory.beliefs import Belief
+from memory.erasure import Receipt, erase_user
 from memory.errors import InvalidInput, MnemeError, NotFound
+from memory.feedback import FeedbackIn, FeedbackResult, Metrics
 from memory.jobs import JobStatus
+from memory.models import EventType
+from memory.policy import Policy, user_hash
 from memory.recall import RecallResult, recall
 from memory.reviews import Review
 from memory.runtime import Runtime, get_runtime
@@ -26,6 +32,8 @@ from memory.working import RolledBack, SessionView
 from workers.celery_app import create_celery
 from workers.schemas import (
     BeliefIn,
+    ChildIn,
+    ConsentIn,
     ErrorBody,
     FullMessage,
     Health,
@@ -60,6 +68,11 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
     async def mneme_error(request: Request, exc: MnemeError) -> JSONResponse:
         return JSONResponse(status_code=exc.status, content={"error": exc.code, "message": exc.message})
 
+    @app.exception_handler(redis.RedisError)
+    async def redis_down(request: Request, exc: redis.RedisError) -> JSONResponse:
+        return JSONResponse(status_code=503, content={"error": "backend_unavailable",
+                                                      "message": f"working memory unavailable: {exc}"})
+
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = [f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}"
@@ -80,10 +93,11 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         job_id = ids.job_id(tenant, body.session_id, body.message_id)
         if body.device_id:
             rt.devices.bind(tenant, body.device_id, body.user_id)
+        child = rt.policies.get(tenant, body.user_id).child
         accepted = rt.working.append(
             tenant=tenant, user_id=body.user_id, session_id=body.session_id, message_id=body.message_id,
             role=body.role, content=body.content, client_ts=body.client_ts, job_id=job_id,
-            device_id=body.device_id,
+            device_id=body.device_id, seal_key=rt.keys.get(tenant, body.user_id) if child else None,
         )
         if not accepted.duplicate:
             try:
@@ -154,6 +168,60 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         changes = rt.beliefs.resolve(tenant, user_id, review_id, body.keep, body.operator_id)
         rt.audit.write([graph_write_record(c, operator_id=body.operator_id) for c in changes])
         return rt.beliefs.profile(tenant, user_id)
+
+    @app.get("/v1/users/{user_id}/consent", response_model=Policy, tags=["privacy"])
+    def get_consent(user_id: str) -> Policy:
+        return rt.policies.get(tenant, user_id)
+
+    @app.put("/v1/users/{user_id}/consent", response_model=Policy, tags=["privacy"])
+    def put_consent(user_id: str, body: ConsentIn) -> Policy:
+        """Opt in to (or out of) long-term memory. Until the user opts in only working memory is kept;
+        opting out stops new long-term writes and hides long-term memory from recall. Audited."""
+        policy = rt.policies.set_consent(tenant, user_id, body.long_term, body.operator_id)
+        action = "consent.grant" if body.long_term else "consent.revoke"
+        rt.audit.write([record(tenant, user_id, action, f"{action}:{user_hash(tenant, user_id)}:{time.time()}",
+                               body.operator_id, "human")])
+        return policy
+
+    @app.put("/v1/users/{user_id}/child", response_model=Policy, tags=["privacy"])
+    def put_child(user_id: str, body: ChildIn) -> Policy:
+        """Child mode (under 13): no graph writes, episodic events without content, working memory
+        encrypted at rest. Also switched on when a user declares an age under 13."""
+        policy = rt.policies.set_child(tenant, user_id, body.child, body.operator_id)
+        rt.audit.write([record(tenant, user_id, "child_mode.set", f"child:{user_hash(tenant, user_id)}:{time.time()}",
+                               body.operator_id, "human", child=body.child)])
+        return policy
+
+    @app.delete("/v1/users/{user_id}", response_model=Receipt, tags=["privacy"])
+    def erase(user_id: str, operator_id: str = "user") -> Receipt:
+        """Erase the user from every layer now; queued work for them is dropped; a sweeper re-checks
+        within 24 h. The receipt lists what was removed where."""
+        return erase_user(rt, tenant, user_id, operator_id)
+
+    @app.delete("/v1/users/{user_id}/events", tags=["privacy"])
+    def delete_events(user_id: str, event_type: EventType, operator_id: str = "user") -> dict:
+        """Delete every stored event of one type (e.g. all small talk)."""
+        removed = 0
+        while batch := rt.episodic_store.dump(tenant, user_id, types={event_type},
+                                              statuses=("live", "evicted"), limit=1000):
+            removed += rt.episodic_store.delete(tenant, user_id, [e.event_id for e, _ in batch])
+        rt.audit.write([record(tenant, user_id, "episodic.delete_type",
+                               f"delete:{user_hash(tenant, user_id)}:{event_type.value}:{time.time()}",
+                               operator_id, "human", event_type=event_type.value, removed=removed)])
+        return {"deleted": removed, "event_type": event_type.value}
+
+    @app.post("/v1/feedback", response_model=FeedbackResult, tags=["feedback"])
+    def post_feedback(body: FeedbackIn) -> FeedbackResult:
+        """Was a recalled event or belief useful? Moves its retrieval weight; feeds the interference rate."""
+        result, change = feedback.give(rt, tenant, body)
+        if change is not None:
+            rt.audit.write([graph_write_record(change, operator_id=body.operator_id)])
+        return result
+
+    @app.get("/v1/metrics/product", response_model=Metrics, tags=["ops"])
+    def product_metrics() -> Metrics:
+        """Session depth, cross-session retention, task success rate, memory interference rate."""
+        return feedback.metrics(rt, tenant)
 
     @app.get("/v1/jobs/{job_id}", response_model=JobStatus, tags=["write"])
     def get_job(job_id: str) -> JobStatus:

@@ -24,6 +24,10 @@ ROUTES = {
     "memory.redrive": "maintenance",
     "memory.train_adapter": "maintenance",
     "memory.decay": "maintenance",
+    "memory.archive": "maintenance",
+    "memory.downweight_noise": "maintenance",
+    "memory.compact": "maintenance",
+    "memory.erasure_sweep": "maintenance",
 }
 
 

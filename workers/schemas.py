@@ -104,3 +104,13 @@ class Profile(BaseModel):
     user_id: str
     beliefs: list[Belief]
     open_reviews: list[Review]
+
+
+class ConsentIn(BaseModel):
+    long_term: bool = Field(description="true: keep episodic and semantic memory; false: working memory only.")
+    operator_id: Id = "user"
+
+
+class ChildIn(BaseModel):
+    child: bool = Field(description="true: under 13 — no graph writes, content-free events, encrypted window.")
+    operator_id: Id = "user"

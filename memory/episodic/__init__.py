@@ -7,7 +7,7 @@ Contract of ``add`` (one user's events, idempotent under redelivery):
   absorbs it: count + 1, confidence ``1 - (1-a)(1-b)`` (at most 0.99), message ids united, latest ts;
 - else it is inserted; then, while the user has more than ``cap`` live events, the lowest-value one is
   evicted (``status = evicted``: kept, reported, out of recall). Value, lowest first:
-  ``type_weight × confidence × weight × 0.5^(age_days/90) × (1 + log2(count))`` with type_weight
+  ``type_weight × confidence × weight × noise × 0.5^(age_days/90) × (1 + log2(count))`` with type_weight
   greeting/small_talk 0.1, statement 0.5, question 0.7, others 1.0.
 """
 
@@ -25,6 +25,7 @@ from memory.models import EventType, Role
 TYPE_WEIGHT = {EventType.greeting: 0.1, EventType.small_talk: 0.1, EventType.statement: 0.5,
                EventType.question: 0.7}
 MAX_MERGED_CONFIDENCE = 0.99
+UPDATABLE = frozenset({"weight", "noise", "status"})
 
 
 class StoredEvent(BaseModel):
@@ -43,6 +44,7 @@ class StoredEvent(BaseModel):
     confidence: float
     count: int = 1
     weight: float = 1.0
+    noise: float = 1.0
     status: str = "live"
     sealed: bytes = Field(repr=False)
     tokens: list[str] = Field(default_factory=list, repr=False)
@@ -82,6 +84,24 @@ class EpisodicStore(Protocol):
 
     def live_count(self, tenant: str, user_id: str) -> int: ...
 
+    def dump(self, tenant: str, user_id: str, *, types: Collection[EventType] | None = None,
+             before_ts: float | None = None, statuses: Collection[str] = ("live",),
+             limit: int = 10_000) -> list[tuple[StoredEvent, np.ndarray]]:
+        """Events with their vectors (oldest first): for archiving, compaction, erasure and export."""
+        ...
+
+    def delete(self, tenant: str, user_id: str, event_ids: Sequence[str]) -> int:
+        """Remove events (and aliases pointing at them) for good; returns how many were removed."""
+        ...
+
+    def update(self, tenant: str, user_id: str, event_ids: Sequence[str], **fields: float | str) -> int:
+        """Set ``weight`` (feedback), ``noise`` (noise down-weighting) or ``status`` on events."""
+        ...
+
+    def users(self, after: tuple[str, str] = ("", ""), limit: int = 1000) -> list[tuple[str, str]]:
+        """(tenant, user) pairs that have events, ordered, after ``after``: for batch maintenance."""
+        ...
+
     def ping(self) -> None: ...
 
 
@@ -91,5 +111,5 @@ def merged_confidence(a: float, b: float) -> float:
 
 def eviction_value(event: StoredEvent, now: float) -> float:
     age_days = max(0.0, now - event.ts) / 86400
-    return (TYPE_WEIGHT.get(event.event_type, 1.0) * event.confidence * event.weight
+    return (TYPE_WEIGHT.get(event.event_type, 1.0) * event.confidence * event.weight * event.noise
             * 0.5 ** (age_days / 90) * (1 + math.log2(max(1, event.count))))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memory.episodic import AddReport, Evicted, StoredEvent, eviction_value, merged_confidence
+from memory.episodic import UPDATABLE, AddReport, Evicted, StoredEvent, eviction_value, merged_confidence
 from memory.models import EventType
 from memory.settings import Settings
 from memory.sqlite import SQLiteFile, sqlite_path
@@ -32,6 +32,7 @@ CREATE TABLE IF NOT EXISTS events (
     confidence REAL NOT NULL,
     count INTEGER NOT NULL,
     weight REAL NOT NULL,
+    noise REAL NOT NULL,
     status TEXT NOT NULL,
     sealed BLOB NOT NULL,
     embedding BLOB NOT NULL,
@@ -43,7 +44,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5 (tokens, tokenize = 'un
 """
 
 _FIELDS = ("event_id", "tenant", "user_id", "session_id", "ts", "event_type", "role", "lang", "text_hash",
-           "message_ids", "confidence", "count", "weight", "status", "sealed")
+           "message_ids", "confidence", "count", "weight", "noise", "status", "sealed")
 _COLUMNS = ", ".join(_FIELDS)
 
 
@@ -100,6 +101,50 @@ class SQLiteEpisodicStore:
     def live_count(self, tenant, user_id):
         sql = "SELECT COUNT(*) FROM events WHERE tenant = ? AND user_id = ? AND status = 'live'"
         return self._db.run(lambda c: c.execute(sql, (tenant, user_id)).fetchone()[0])
+
+    def dump(self, tenant, user_id, *, types=None, before_ts=None, statuses=("live",), limit=10_000):
+        type_sql, args = _type_filter(types)
+        if before_ts is not None:
+            type_sql += " AND e.ts < ?"
+            args.append(before_ts)
+        marks = ",".join("?" * len(statuses))
+        sql = (f"SELECT {_COLUMNS}, embedding FROM events e WHERE tenant = ? AND user_id = ? "
+               f"AND status IN ({marks}) {type_sql} ORDER BY ts, event_id LIMIT ?")
+        rows = self._db.run(lambda c: c.execute(sql, (tenant, user_id, *statuses, *args, limit)).fetchall())
+        return [(_event(r[:-1]), np.frombuffer(r[-1], dtype=np.float32).copy()) for r in rows]
+
+    def delete(self, tenant, user_id, event_ids):
+        if not event_ids:
+            return 0
+
+        def run(conn: sqlite3.Connection) -> int:
+            marks = ",".join("?" * len(event_ids))
+            where = f"tenant = ? AND user_id = ? AND event_id IN ({marks})"
+            args = (tenant, user_id, *event_ids)
+            conn.execute(f"DELETE FROM events_fts WHERE rowid IN (SELECT rowid FROM events WHERE {where})", args)
+            conn.execute(f"DELETE FROM aliases WHERE canonical_id IN (SELECT event_id FROM events WHERE {where})",
+                         args)
+            return conn.execute(f"DELETE FROM events WHERE {where}", args).rowcount
+
+        return self._db.transaction(run)
+
+    def update(self, tenant, user_id, event_ids, **fields):
+        unknown = set(fields) - UPDATABLE
+        if unknown or not event_ids or not fields:
+            if unknown:
+                raise ValueError(f"cannot update {sorted(unknown)}; updatable: {sorted(UPDATABLE)}")
+            return 0
+        sets = ", ".join(f"{name} = ?" for name in sorted(fields))
+        marks = ",".join("?" * len(event_ids))
+        sql = (f"UPDATE events SET {sets}, updated_at = ? WHERE tenant = ? AND user_id = ? "
+               f"AND event_id IN ({marks})")
+        args = (*(fields[n] for n in sorted(fields)), time.time(), tenant, user_id, *event_ids)
+        return self._db.run(lambda c: c.execute(sql, args).rowcount)
+
+    def users(self, after=("", ""), limit=1000):
+        sql = ("SELECT DISTINCT tenant, user_id FROM events WHERE (tenant, user_id) > (?, ?) "
+               "ORDER BY tenant, user_id LIMIT ?")
+        return [tuple(r) for r in self._db.run(lambda c: c.execute(sql, (*after, limit)).fetchall())]
 
     def ping(self) -> None:
         self._db.run(lambda c: c.execute("SELECT 1").fetchone())

@@ -21,6 +21,26 @@ failure midway leaves part of it applied (redelivery completes it: ids are deter
 recorded, but evictions made before the failure are not reported again); two processes adding for one
 user at once may both insert near-duplicates or lose a merge increment (no compare-and-set).
 
+Maintenance primitives (batch jobs: archiving, compaction, erasure, export, noise down-weighting):
+- ``dump``: one filtered fetch sorted by (``ts``, ``event_id``) on the server, with the ``embedding``
+  vector; a call returns at most the server's ``QUERY_MAXIMUM_RESULTS`` (default 10,000) events.
+- ``delete``: ``delete_many`` on the deterministic UUIDs (chunks of ``_CHUNK`` ids). An event's aliases are
+  a property of its own object, so they go with it in the same object deletion. The user's Weaviate tenant
+  stays, even when emptied: other processes remember it exists (and ``users`` skips empty tenants).
+- ``update``: one object PATCH per event (``weight``, ``noise`` or ``status``, and ``updated_at``), each
+  atomic; a call for several events is not, but repeating it is harmless.
+- ``users``: tenant names are one-way hashes, so the (tenant, user) pair is read back from the
+  ``tenant``/``user_id`` properties every object carries: one request lists the tenants, then one
+  one-object read per tenant this process has not mapped yet (pairs never change, so they are remembered;
+  a tenant found empty is read again next call), then one per user on the page to confirm it still has
+  events. A first call costs about one request per Weaviate tenant, later pages about ``limit``: fine for
+  batch maintenance, not for a request path (a read also re-activates a tenant an operator offloaded). A
+  separate registry collection would make pages cheap, but it is a second write outside the event's
+  object, which a crash or an erasure can leave disagreeing with the events; the tenants cannot.
+
+``noise`` is a NUMBER property: ``from_url`` adds it (and any property missing) to a collection created
+before it existed, and objects written before it read as ``noise`` 1.0.
+
 The API key, if the server wants one, is ``MNEME_WEAVIATE_API_KEY`` (``Settings.weaviate_api_key``).
 """
 
@@ -44,7 +64,7 @@ import weaviate
 from weaviate.classes.config import Configure, DataType, Property, StopwordsPreset, Tokenization, VectorDistances
 from weaviate.classes.data import DataObject
 from weaviate.classes.init import AdditionalConfig, Auth, Timeout
-from weaviate.classes.query import Filter, MetadataQuery
+from weaviate.classes.query import Filter, MetadataQuery, Sort
 from weaviate.classes.tenants import Tenant
 from weaviate.exceptions import (
     AuthenticationFailedError,
@@ -53,13 +73,14 @@ from weaviate.exceptions import (
     WeaviateBaseError,
     WeaviateConnectionError,
     WeaviateGRPCUnavailableError,
+    WeaviateInvalidInputError,
     WeaviateRetryError,
     WeaviateStartUpError,
     WeaviateTimeoutError,
 )
 from weaviate.util import generate_uuid5
 
-from memory.episodic import AddReport, Evicted, StoredEvent, eviction_value, merged_confidence
+from memory.episodic import UPDATABLE, AddReport, Evicted, StoredEvent, eviction_value, merged_confidence
 from memory.errors import ConfigurationError, TransientError
 from memory.models import EventType
 from memory.settings import Settings
@@ -70,7 +91,7 @@ TENANT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 COLLECTION_NAME = re.compile(r"^[A-Z][_0-9A-Za-z]{0,127}$")
 
 _FIELDS = ("event_id", "tenant", "user_id", "session_id", "ts", "event_type", "role", "lang", "text_hash",
-           "message_ids", "confidence", "count", "weight", "status", "sealed", "tokens")
+           "message_ids", "confidence", "count", "weight", "noise", "status", "sealed", "tokens")
 _READ = [*_FIELDS, "aliases"]  # BLOB properties are only returned when named
 _PROPERTIES = [
     *(Property(name=n, data_type=DataType.TEXT, tokenization=Tokenization.FIELD, index_searchable=False)
@@ -78,7 +99,7 @@ _PROPERTIES = [
     Property(name="message_ids", data_type=DataType.TEXT_ARRAY, tokenization=Tokenization.FIELD,
              index_searchable=False),
     Property(name="aliases", data_type=DataType.TEXT_ARRAY, tokenization=Tokenization.FIELD, index_searchable=False),
-    *(Property(name=n, data_type=DataType.NUMBER) for n in ("ts", "confidence", "weight", "updated_at")),
+    *(Property(name=n, data_type=DataType.NUMBER) for n in ("ts", "confidence", "weight", "noise", "updated_at")),
     Property(name="count", data_type=DataType.INT),
     Property(name="sealed", data_type=DataType.BLOB),
     Property(name="tokens", data_type=DataType.TEXT, tokenization=Tokenization.WHITESPACE, index_filterable=False),
@@ -86,6 +107,7 @@ _PROPERTIES = [
 _TRANSIENT_HTTP = {429, 502, 503, 504}
 _TRANSIENT_GRPC = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED}
 _LIVE = Filter.by_property("status").equal("live")
+_CHUNK = 1000  # ids per filter in delete/update: well under the server's QUERY_MAXIMUM_RESULTS
 
 
 def tenant_name(tenant: str, user_id: str) -> str:
@@ -174,7 +196,8 @@ class WeaviateEpisodicStore:
         self.client = client
         self.collection_name = collection
         self._collection = client.collections.use(collection)
-        self._tenants: set[str] = set()  # known to exist; tenants are never removed by this adapter
+        # Weaviate tenants known to exist → the (tenant, user) pair each holds; tenants are never removed
+        self._tenants: dict[str, tuple[str, str]] = {}
 
     @classmethod
     def from_url(cls, url: str, settings: Settings) -> WeaviateEpisodicStore:
@@ -347,6 +370,102 @@ class WeaviateEpisodicStore:
                 return 0
             return handle.aggregate.over_all(filters=_LIVE, total_count=True).total_count or 0
 
+    # --- maintenance --------------------------------------------------------------------------
+
+    def dump(self, tenant: str, user_id: str, *, types: Collection[EventType] | None = None,
+             before_ts: float | None = None, statuses: Collection[str] = ("live",),
+             limit: int = 10_000) -> list[tuple[StoredEvent, np.ndarray]]:
+        if not statuses or limit <= 0:
+            return []
+        where = Filter.by_property("status").contains_any(sorted(statuses))
+        if types:
+            where &= Filter.by_property("event_type").contains_any(sorted(EventType(t).value for t in types))
+        if before_ts is not None:
+            where &= Filter.by_property("ts").less_than(float(before_ts))
+        with _boundary("dump"):
+            handle = self._handle(tenant, user_id)
+            if handle is None:
+                return []
+            rows = handle.query.fetch_objects(
+                filters=where, sort=Sort.by_property("ts").by_property("event_id"), limit=limit,
+                include_vector=[VECTOR], return_properties=_READ,
+            ).objects
+        return [(_event(o.properties), np.asarray(o.vector[VECTOR], dtype=np.float32)) for o in rows]
+
+    def delete(self, tenant: str, user_id: str, event_ids: Sequence[str]) -> int:
+        if not event_ids:
+            return 0
+        deleted = 0
+        with _boundary("delete"):
+            handle = self._handle(tenant, user_id)
+            if handle is None:
+                return 0
+            for chunk in _chunks(list(dict.fromkeys(object_id(i) for i in event_ids))):
+                result = handle.data.delete_many(where=Filter.by_id().contains_any(chunk))
+                if result.failed:  # what went is gone; a retry deletes the rest
+                    raise TransientError(f"weaviate failed to delete {result.failed} events")
+                deleted += result.successful
+        return deleted
+
+    def update(self, tenant: str, user_id: str, event_ids: Sequence[str], **fields: float | str) -> int:
+        unknown = set(fields) - UPDATABLE
+        if unknown:
+            raise ValueError(f"cannot update {sorted(unknown)}; updatable: {sorted(UPDATABLE)}")
+        if not event_ids or not fields:
+            return 0
+        props = {k: v if k == "status" else float(v) for k, v in fields.items()}
+        updated = 0
+        with _boundary("update"):
+            handle = self._handle(tenant, user_id)
+            if handle is None:
+                return 0
+            for chunk in _chunks(list(dict.fromkeys(object_id(i) for i in event_ids))):
+                found = handle.query.fetch_objects(filters=Filter.by_id().contains_any(chunk), limit=len(chunk),
+                                                   return_properties=["event_id"]).objects
+                now = time.time()
+                for o in found:
+                    try:
+                        handle.data.update(uuid=object_id(o.properties["event_id"]),
+                                           properties={**props, "updated_at": now})
+                    except UnexpectedStatusCodeError as exc:
+                        if exc.status_code != 404:  # 404: deleted since it was found
+                            raise
+                    else:
+                        updated += 1
+        return updated
+
+    def users(self, after: tuple[str, str] = ("", ""), limit: int = 1000) -> list[tuple[str, str]]:
+        after = tuple(after)
+        if limit <= 0:
+            return []
+        page: list[tuple[str, str]] = []
+        with _boundary("users"):
+            names = list(self._collection.tenants.get())
+            confirmed = set()  # read just now, so known to hold an event
+            for name in names:
+                if name not in self._tenants and self._user_of(name) is not None:
+                    confirmed.add(name)
+            candidates = sorted((self._tenants[n], n) for n in names if n in self._tenants)
+            for pair, name in candidates:
+                if pair > after and (name in confirmed or self._user_of(name) is not None):
+                    page.append(pair)
+                    if len(page) == limit:
+                        break
+        return page
+
+    def _user_of(self, name: str) -> tuple[str, str] | None:
+        """The (tenant, user) pair held by a Weaviate tenant, read from one of its objects (and remembered);
+        None if it holds none, or was not written by this adapter."""
+        rows = self._collection.with_tenant(name).query.fetch_objects(
+            limit=1, return_properties=["tenant", "user_id"]).objects
+        if not rows:
+            return None
+        pair = (rows[0].properties["tenant"], rows[0].properties["user_id"])
+        if tenant_name(*pair) != name:
+            return None
+        self._tenants[name] = pair
+        return pair
+
     def ping(self) -> None:
         with _boundary("ping"):
             ready = self.client.is_ready()
@@ -365,12 +484,13 @@ class WeaviateEpisodicStore:
                 except UnexpectedStatusCodeError:  # another process created it first
                     if not self._collection.tenants.exists(name):
                         raise
-            self._tenants.add(name)
+            self._tenants[name] = (tenant, user_id)
         return self._collection.with_tenant(name)
 
 
 def _ensure_collection(client: weaviate.WeaviateClient, name: str) -> None:
     if client.collections.exists(name):
+        _add_missing_properties(client.collections.use(name))
         return
     try:
         client.collections.create(
@@ -386,6 +506,24 @@ def _ensure_collection(client: weaviate.WeaviateClient, name: str) -> None:
     except UnexpectedStatusCodeError:  # another process created it first
         if not client.collections.exists(name):
             raise
+
+
+def _add_missing_properties(collection: Any) -> None:
+    """Properties added since the collection was created (``noise``); objects written before lack them."""
+    have = {p.name for p in collection.config.get(simple=True).properties}
+    for prop in _PROPERTIES:
+        if prop.name in have:
+            continue
+        try:
+            collection.config.add_property(prop)
+        except (WeaviateInvalidInputError, UnexpectedStatusCodeError):  # another process added it first
+            if prop.name not in {p.name for p in collection.config.get(simple=True).properties}:
+                raise
+
+
+def _chunks(items: list[str]) -> Iterator[list[str]]:
+    for start in range(0, len(items), _CHUNK):
+        yield items[start:start + _CHUNK]
 
 
 def _live(types: Collection[EventType] | None) -> Any:
@@ -406,4 +544,6 @@ def _event(props: dict) -> StoredEvent:
     fields["tokens"] = (fields["tokens"] or "").split()
     fields["message_ids"] = list(fields["message_ids"] or [])
     fields["count"] = int(fields["count"])
+    if fields["noise"] is None:  # written before the property existed
+        fields["noise"] = 1.0
     return StoredEvent(**fields)

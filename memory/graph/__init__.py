@@ -132,4 +132,9 @@ class GraphStore(Protocol):
         """Evidence of these relations, oldest first."""
         ...
 
+    def erase_user(self, tenant: str, user_id: str) -> int:
+        """Erasure: delete the user's relations and their evidence, and concepts no one else holds; keep
+        the user node's id with every other property cleared. Returns how many relations went."""
+        ...
+
     def ping(self) -> None: ...

@@ -200,6 +200,21 @@ SET r.confidence = $confidence, r.base_ts = $base_ts
 RETURN count(r) AS changed
 """
 
+_ERASE_LIST = """
+MATCH (:User {id: $user_node})-[r:HOLDS]->(c:Concept)
+RETURN r.rel_id AS rel_id, c.id AS concept
+"""
+_ERASE_EVIDENCE = "MATCH (e:Evidence) WHERE e.rel_id IN $rel_ids DETACH DELETE e"
+_ERASE_RELATIONS = "MATCH (:User {id: $user_node})-[r:HOLDS]->(:Concept) DELETE r"
+_ERASE_CONCEPTS = """
+MATCH (c:Concept {tenant: $tenant}) WHERE c.id IN $concepts
+OPTIONAL MATCH (c)<-[other:HOLDS]-()
+WITH c, count(other) AS holders
+WHERE holders = 0
+DETACH DELETE c
+"""
+_ERASE_USER = "MATCH (u:User {id: $user_node}) SET u.name = '' REMOVE u.created_at"
+
 _REL_FIELDS = ("rel_id", "tenant", "user_id", "relation", "concept_id", "object", "confidence", "source", "status",
                "created_at", "updated_at", "base_ts")
 _REL_RETURN = ", ".join(f"r.{f} AS {f}" for f in _REL_FIELDS)  # constant field names, no user data
@@ -366,6 +381,19 @@ class Neo4jGraphStore:
         if not rel_ids:
             return []
         return [EvidenceRow(**r) for r in self._run("evidence", _EVIDENCE, {"rel_ids": list(rel_ids)})]
+
+    def erase_user(self, tenant: str, user_id: str) -> int:
+        """Several constant statements, each idempotent: a failure part-way is completed by running it
+        again (the erasure sweeper does), so no single large transaction is needed."""
+        params = {"user_node": ids.user_node_id(tenant, user_id), "tenant": tenant}
+        held = self._run("erase", _ERASE_LIST, params)
+        rel_ids = [r["rel_id"] for r in held]
+        concepts = sorted({r["concept"] for r in held})
+        self._run("erase", _ERASE_EVIDENCE, {"rel_ids": rel_ids}, write=True)
+        self._run("erase", _ERASE_RELATIONS, params, write=True)
+        self._run("erase", _ERASE_CONCEPTS, {**params, "concepts": concepts}, write=True)
+        self._run("erase", _ERASE_USER, params, write=True)
+        return len(rel_ids)
 
     def ping(self) -> None:
         self._run("ping", "RETURN 1 AS one", {})

@@ -186,6 +186,18 @@ class SQLiteGraphStore:
                "ORDER BY applied_at, rowid")
         return [_evidence(r) for r in self._db.run(lambda c: c.execute(sql, list(rel_ids)).fetchall())]
 
+    def erase_user(self, tenant, user_id):
+        def run(conn: sqlite3.Connection) -> int:
+            mine = "SELECT rel_id FROM relations WHERE tenant = ? AND user_id = ?"
+            conn.execute(f"DELETE FROM evidence WHERE rel_id IN ({mine})", (tenant, user_id))
+            gone = conn.execute("DELETE FROM relations WHERE tenant = ? AND user_id = ?", (tenant, user_id)).rowcount
+            conn.execute("DELETE FROM nodes WHERE kind = 'concept' AND tenant = ? "
+                         "AND node_id NOT IN (SELECT concept_id FROM relations WHERE tenant = ?)", (tenant, tenant))
+            conn.execute("UPDATE nodes SET name = '' WHERE node_id = ?", (ids.user_node_id(tenant, user_id),))
+            return gone
+
+        return self._db.transaction(run)
+
     def ping(self) -> None:
         self._db.run(lambda c: c.execute("SELECT 1").fetchone())
 

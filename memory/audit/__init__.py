@@ -1,0 +1,66 @@
+"""The audit sink port, the record builders, and the adapters chosen by URL (``memory.registry``):
+
+    file:///abs/path.jsonl                  FileAuditLog            append-only, hash-chained JSON lines
+    elasticsearch[s]://host:9200/prefix     ElasticsearchAuditSink  daily indices ``prefix-YYYY.MM.DD``
+
+Every record carries at least ``id, ts, tenant, user, operator_id, source, action`` (``user`` is a hash of
+tenant and user id, never the id itself) plus optional fields such as ``confidence_before/after``. The same
+event always gets the same ``id``, so a sink can recognise a re-sent record. ``python -m memory.audit
+verify [PATH]`` checks a file's hash chain.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from typing import Protocol
+
+from memory.audit.file import FileAuditLog, VerifyReport, verify
+from memory.episodic import Evicted
+from memory.errors import InvalidInput
+from memory.graph import Change
+
+__all__ = ["AuditSink", "FileAuditLog", "VerifyReport", "eviction_record", "graph_write_record", "record", "verify"]
+
+REQUIRED_FIELDS = ("id", "ts", "tenant", "user", "operator_id", "source", "action")
+RESERVED_FIELDS = ("prev", "hash")  # the file sink's chain fields
+
+
+class AuditSink(Protocol):
+    def write(self, records: Sequence[dict]) -> None:
+        """Store the records, in order; re-sending a record already stored must do no harm."""
+        ...
+
+    def ping(self) -> None:
+        """Raise if the sink cannot take writes now."""
+        ...
+
+
+def record(tenant: str, user_id: str, action: str, record_id: str, operator_id: str, source: str,
+           **fields: object) -> dict:
+    """One audit record; the same event always gets the same ``id``, so a re-sent record is recognisable."""
+    clash = [name for name in (*REQUIRED_FIELDS, *RESERVED_FIELDS) if name in fields]
+    if clash:
+        raise InvalidInput(f"audit record fields {clash} are reserved")
+    return {
+        "id": record_id,
+        "ts": time.time(),
+        "tenant": tenant,
+        "user": hashlib.sha256(f"{tenant}\x1f{user_id}".encode()).hexdigest()[:32],
+        "operator_id": operator_id,
+        "action": action,
+        "source": source,
+        **fields,
+    }
+
+
+def graph_write_record(change: Change, operator_id: str) -> dict:
+    return record(change.tenant, change.user_id, f"graph.{change.action}", change.record_id, operator_id,
+                  change.source.value, relation=change.relation.value, rel_id=change.rel_id,
+                  evidence_id=change.evidence_id, confidence_before=change.before, confidence_after=change.after)
+
+
+def eviction_record(evicted: Evicted) -> dict:
+    return record(evicted.tenant, evicted.user_id, "episodic.evict", f"evict:{evicted.event_id}", "pipeline",
+                  "cap", event_id=evicted.event_id, event_type=evicted.event_type.value)

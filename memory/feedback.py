@@ -1,0 +1,131 @@
+"""Feedback ("memory heat") and the product metrics computed from stored data.
+
+Feedback on a recalled event moves its retrieval weight (useful ×1.25, not useful ×0.5, kept in
+0.1–3); on a belief, "not useful" is counter-evidence (×0.5) and "useful" confirms it (source human).
+Useful (query, event) pairs are kept for training the LoRA query adapter.
+
+Metrics (aggregate counters, no personal data):
+- session depth: messages per session;
+- cross-session retention: share of users who came back for a second session;
+- task success rate: share of sessions without an operation failure;
+- memory interference rate: share of feedback on recalled memories that said "not useful".
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from pydantic import BaseModel, Field, model_validator
+
+from memory import keys
+from memory.errors import NotFound
+from memory.graph import COUNTER, Change, Evidence, MergeMode, RelationKey
+from memory.models import FactSource
+from memory.runtime import Runtime
+
+USEFUL_FACTOR, NOT_USEFUL_FACTOR, MIN_WEIGHT, MAX_WEIGHT = 1.25, 0.5, 0.1, 3.0
+MAX_PAIRS = 10_000
+
+
+class FeedbackIn(BaseModel):
+    user_id: str
+    useful: bool
+    event_id: str | None = None
+    rel_id: str | None = None
+    query: str | None = Field(None, max_length=2000, description="The query that recalled it (for training).")
+    operator_id: str = "user"
+
+    @model_validator(mode="after")
+    def _one_target(self) -> FeedbackIn:
+        if (self.event_id is None) == (self.rel_id is None):
+            raise ValueError("send exactly one of event_id or rel_id")
+        return self
+
+
+class FeedbackResult(BaseModel):
+    target: str
+    weight: float | None = None
+    confidence: float | None = None
+
+
+class Metrics(BaseModel):
+    messages: int
+    sessions: int
+    users: int
+    session_depth: float
+    cross_session_retention: float
+    task_success_rate: float
+    memory_interference_rate: float | None
+    feedback: int
+
+
+def give(rt: Runtime, tenant: str, body: FeedbackIn) -> tuple[FeedbackResult, Change | None]:
+    counts = {"total": 1, "not_useful": int(not body.useful)}
+    if body.event_id:
+        found = rt.episodic_store.get(tenant, body.user_id, [body.event_id])
+        if not found:
+            raise NotFound(f"user {body.user_id!r} has no event {body.event_id!r}")
+        factor = USEFUL_FACTOR if body.useful else NOT_USEFUL_FACTOR
+        weight = min(MAX_WEIGHT, max(MIN_WEIGHT, found[0].weight * factor))
+        rt.episodic_store.update(tenant, body.user_id, [body.event_id], weight=weight)
+        pipe = rt.redis.pipeline()
+        for name, n in counts.items():
+            pipe.hincrby(keys.feedback(tenant), name, n)
+        if body.useful and body.query:
+            pipe.lpush(keys.feedback_pairs(tenant), json.dumps(
+                {"user_id": body.user_id, "query": body.query, "event_id": body.event_id}, ensure_ascii=False))
+            pipe.ltrim(keys.feedback_pairs(tenant), 0, MAX_PAIRS - 1)
+        pipe.execute()
+        return FeedbackResult(target=body.event_id, weight=weight), None
+    belief = next((r for r in rt.graph.relations(tenant, body.user_id) if r.rel_id == body.rel_id), None)
+    if belief is None:
+        raise NotFound(f"user {body.user_id!r} has no active belief {body.rel_id!r}")
+    seq = rt.redis.hincrby(keys.feedback(tenant), "seq", 1)
+    evidence = Evidence(evidence_id=f"feedback:{body.operator_id}:{seq}",
+                        source=FactSource.human if body.useful else FactSource.counter_evidence,
+                        confidence=belief.confidence, ts=time.time(),
+                        note="feedback: " + ("useful" if body.useful else "not useful"))
+    if body.useful:
+        key = RelationKey(tenant=tenant, user_id=body.user_id, relation=belief.relation,
+                          concept_id=belief.concept_id, object=belief.object)
+        change = rt.graph.merge(key, evidence, MergeMode.human)
+    else:
+        change = rt.graph.scale(belief.rel_id, evidence, COUNTER)
+    for name, n in counts.items():
+        rt.redis.hincrby(keys.feedback(tenant), name, n)
+    return FeedbackResult(target=belief.rel_id, confidence=change.after if change else None), change
+
+
+def training_pairs(rt: Runtime, tenant: str) -> list[tuple[str, str]]:
+    """(query, the text of the event that answered it) from useful feedback; erased users' are gone."""
+    pairs = []
+    for raw in rt.redis.lrange(keys.feedback_pairs(tenant), 0, -1):
+        item = json.loads(raw)
+        found = rt.episodic_store.get(tenant, item["user_id"], [item["event_id"]])
+        shown = rt.episodic.reveal(found[0]) if found else None
+        if shown and shown.text:
+            pairs.append((item["query"], shown.text))
+    return pairs
+
+
+def metrics(rt: Runtime, tenant: str) -> Metrics:
+    counters = {k: int(v) for k, v in rt.redis.hgetall(keys.metrics(tenant)).items()}
+    feedback = {k: int(v) for k, v in rt.redis.hgetall(keys.feedback(tenant)).items() if k != "seq"}
+    sessions, users = counters.get("sessions", 0), counters.get("users", 0)
+    total = feedback.get("total", 0)
+    return Metrics(
+        messages=counters.get("messages", 0), sessions=sessions, users=users,
+        session_depth=round(counters.get("messages", 0) / sessions, 3) if sessions else 0.0,
+        cross_session_retention=round(counters.get("returning_users", 0) / users, 3) if users else 0.0,
+        task_success_rate=round(1 - counters.get("failed_sessions", 0) / sessions, 3) if sessions else 1.0,
+        memory_interference_rate=round(feedback.get("not_useful", 0) / total, 3) if total else None,
+        feedback=total,
+    )
+
+
+def note_failure(rt: Runtime, tenant: str, session_id: str) -> None:
+    """Count a session as failed once (an operation_failure event in it)."""
+    if rt.redis.set(keys.failed_session(tenant, session_id), 1, nx=True, ex=rt.settings.session_ttl_s):
+        rt.redis.hincrby(keys.metrics(tenant), "failed_sessions", 1)
+
