@@ -112,6 +112,7 @@ def feed(client: MnemeClient, users: list[dict]) -> float:
     """Post every conversation in time order; returns messages per second until all jobs are done."""
     now, jobs, started = time.time(), [], time.perf_counter()
     for user in users:
+        client.consent(user["user_id"], operator_id="bench")
         for session in sorted(user["sessions"], key=lambda s: -s["days_ago"]):
             for i, m in enumerate(session["messages"]):
                 accepted = client.remember(

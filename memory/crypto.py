@@ -33,6 +33,7 @@ CREATE TABLE IF NOT EXISTS user_keys (
 );
 """
 _NONCE = 12
+CACHE_S = 30.0  # another process's erasure reaches this one's cache within this long
 
 
 def load_master_key(settings: Settings) -> bytes:
@@ -96,7 +97,7 @@ class UserKeys:
     def __init__(self, path: Path, master: bytes) -> None:
         self._db = SQLiteFile(path, _SCHEMA, "key store")
         self._master = master
-        self._cache: dict[tuple[str, str], bytes] = {}
+        self._cache: dict[tuple[str, str], tuple[bytes, float]] = {}  # re-read after CACHE_S: erasure elsewhere
 
     @classmethod
     def from_settings(cls, settings: Settings) -> UserKeys:
@@ -105,8 +106,8 @@ class UserKeys:
     def get(self, tenant: str, user_id: str, create: bool = True) -> bytes | None:
         """The user's data key; created on first use when ``create``, else None if there is none."""
         cached = self._cache.get((tenant, user_id))
-        if cached is not None:
-            return cached
+        if cached is not None and time.monotonic() - cached[1] < CACHE_S:
+            return cached[0]
         context = f"{tenant}\x1f{user_id}"
 
         def load(conn) -> bytes | None:
@@ -127,7 +128,7 @@ class UserKeys:
             raise ConfigurationError("a user key does not open with this master key (wrong MNEME_MASTER_KEY?)") from exc
         if len(self._cache) > 10_000:
             self._cache.clear()
-        self._cache[(tenant, user_id)] = key
+        self._cache[(tenant, user_id)] = (key, time.monotonic())
         return key
 
     def destroy(self, tenant: str, user_id: str) -> None:
@@ -136,5 +137,6 @@ class UserKeys:
             lambda c: c.execute("DELETE FROM user_keys WHERE tenant = ? AND user_id = ?", (tenant, user_id)).rowcount
         )
         self._cache.pop((tenant, user_id), None)
+        self._db.checkpoint()
         if not deleted:
             raise NotFound(f"no key for user {user_id!r}")

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from memory import ids, keys
 from memory.audit import record
 from memory.errors import NotFound, TransientError
+from memory.graph import Status
 from memory.policy import user_hash
 from memory.runtime import Runtime
 from memory.working import REDIS_ERRORS
@@ -52,6 +53,7 @@ def erase_user(rt: Runtime, tenant: str, user_id: str, operator_id: str, at: flo
         removed["keys"] = 1
     except NotFound:
         removed["keys"] = 0
+    rewrite_aof(rt)
     remaining = verify(rt, tenant, user_id)
     receipt = Receipt(user=user_hash(tenant, user_id), erased_at=at, removed=removed, remaining=remaining,
                       complete=not any(remaining.values()))
@@ -93,7 +95,17 @@ def sweep(rt: Runtime, dry_run: bool = False, limit: int = 1000) -> dict:
                 report["verified"] += 1
         if not dry_run:  # no queued write can be older than the job TTL: older tombstones have done their job
             rt.redis.zremrangebyscore(keys.tombstones(tenant), "-inf", now - rt.settings.job_ttl_s)
+    if report["checked"] and not dry_run:
+        rewrite_aof(rt)  # queued work for erased users has drained since: drop its traces from the AOF too
     return report
+
+
+def rewrite_aof(rt: Runtime) -> None:
+    """Redis's append-only file keeps erased commands (and broker messages) until it is rewritten."""
+    try:
+        rt.redis.bgrewriteaof()
+    except Exception:  # noqa: BLE001 - a rewrite already running, or AOF off: the next sweep rewrites
+        pass
 
 
 def archive_prefix(tenant: str, user_id: str) -> str:
@@ -103,7 +115,7 @@ def archive_prefix(tenant: str, user_id: str) -> str:
 
 
 _ALL_STATUSES = ("live", "evicted", "archived")
-_ALL_RELATION_STATUSES = ("active", "retired", "deleted")
+_ALL_RELATION_STATUSES = tuple(Status)
 
 
 def _working_memory(rt: Runtime, tenant: str, user_id: str) -> dict[str, int]:

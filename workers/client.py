@@ -67,6 +67,11 @@ class MnemeClient:
                 "include_text": include_text}
         return RecallResult.model_validate(self._call("POST", "/v1/recall", json=body))
 
+    def consent(self, user_id: str, long_term: bool = True, operator_id: str = "user") -> dict:
+        """Opt the user in to (or out of) long-term memory."""
+        return self._call("PUT", f"/v1/users/{user_id}/consent",
+                          json={"long_term": long_term, "operator_id": operator_id})
+
     def job(self, job_id: str) -> JobStatus:
         return JobStatus.model_validate(self._call("GET", f"/v1/jobs/{job_id}"))
 

@@ -29,6 +29,8 @@ EXPECTED = {("age", "17"), ("grade", "高二"), ("likes", "用动画学物理"),
 
 def play(client: MnemeClient) -> bool:
     start = time.time() - 3600
+    client.consent(USER, operator_id="demo")  # long-term memory is off until the user opts in
+    print(f"  {USER} opted in to long-term memory")
     jobs = []
     for i, (role, text) in enumerate(SESSION_1):
         accepted = client.remember(user_id=USER, session_id=f"{USER}-s1", device_id=f"{USER}-phone",

@@ -190,7 +190,8 @@ Mneme is running (data in {stack.data_dir}, logs in {stack.logs})
   Flower   http://127.0.0.1:{stack.flower_port}
   Redis    {stack.env['MNEME_REDIS_URL']}
 
-Try:
+Try (long-term memory is off until the user opts in):
+  curl -s -X PUT {stack.api_url}/v1/users/u1/consent -H 'content-type: application/json' -d '{{"long_term": true}}'
   curl -s -X POST {stack.api_url}/v1/messages -H 'content-type: application/json' \\
     -d '{{"user_id":"u1","session_id":"s1","message_id":"m1","role":"user",
          "content":"我今年17岁，上高二","client_ts":{int(time.time())}}}'

@@ -106,15 +106,21 @@ def object_key(tenant: str, user_id: str, day: str) -> str:
 
 def encode(records: Iterable[dict[str, Any]]) -> bytes:
     """gzip of one JSON object per line; the same records always give the same bytes."""
-    try:
-        lines = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
-                        + "\n" for r in records)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput(f"archive records must be JSON objects: {exc}") from exc
-    return gzip.compress(lines.encode("utf-8"), compresslevel=9, mtime=0)
+    lines = []
+    for record in records:
+        if not isinstance(record, dict):
+            raise InvalidInput(f"archive records must be JSON objects, got {type(record).__name__}")
+        try:
+            lines.append(json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
+                                    allow_nan=False))
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput(f"archive records must be JSON objects: {exc}") from exc
+    return gzip.compress("".join(line + "\n" for line in lines).encode("utf-8"), compresslevel=9, mtime=0)
 
 
 def decode(data: bytes) -> list[dict[str, Any]]:
+    if data[:2] != b"\x1f\x8b":
+        raise InvalidInput("not an archive object: not gzip")
     try:
         text = gzip.decompress(data).decode("utf-8")
         records = [json.loads(line) for line in text.splitlines() if line]

@@ -1,8 +1,10 @@
 """Cold archive on a local directory: ``file:///absolute/dir``; a key is a relative path under it.
 
 - ``put`` writes a temporary file beside the target, fsyncs it, ``os.replace``s it over the target and
-  fsyncs the directory: a reader sees the old file or the new, and a crash leaves one of them. The
-  temporary names (``.~…``) hold a character keys cannot have, so ``list`` never shows them.
+  fsyncs the directory: a reader sees the old file or the new, and a crash leaves one of them. A
+  temporary file is named ``<target name>~<random>``: ``~`` is not a key character, so ``list`` never
+  shows it, and ``delete_prefix`` removes it with its target's prefix — a put that crashed half-way must
+  not keep an erased user's data.
 - ``delete_prefix`` removes the files, then every directory it left empty (never the root). A ``put``
   racing it for the same directory recreates the directory and tries again.
 - Files are created ``0600``: the archive holds users' data. A key cannot be both an object and a
@@ -23,7 +25,8 @@ from memory.archive import KEY_CHARS, check_key, check_prefix
 from memory.errors import ConfigurationError, Conflict, InvalidInput, NotFound, TransientError
 from memory.settings import Settings
 
-_TEMP_PREFIX = ".~"  # "~" is not a key character
+_TEMP_MARK = "~"  # not a key character
+_TEMP_NAME_CHARS = 200  # of the target's name, leaving room for the mark and mkstemp's random part
 _PUT_ATTEMPTS = 5
 
 
@@ -87,7 +90,7 @@ class LocalColdStore:
 
     def _write(self, target: Path, data: bytes) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(prefix=_TEMP_PREFIX, dir=target.parent)
+        fd, temp = tempfile.mkstemp(prefix=target.name[:_TEMP_NAME_CHARS] + _TEMP_MARK, dir=target.parent)
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
@@ -109,20 +112,19 @@ class LocalColdStore:
                 raise NotFound(f"no archived object {key!r}") from exc
 
     def list(self, prefix: str) -> builtins.list[str]:
-        return sorted(self._keys(check_prefix(prefix)))
+        return sorted(key for key, temporary in self._files(check_prefix(prefix)) if not temporary)
 
-    def _keys(self, prefix: str) -> Iterator[str]:
-        # Walk only the deepest directory the prefix names: "a/b/2024-" walks a/b.
-        start = self.root / prefix.rpartition("/")[0]
+    def _files(self, prefix: str) -> Iterator[tuple[str, bool]]:
+        """(path relative to the root, is it a temporary file) for every file under the prefix."""
+        start = self.root / prefix.rpartition("/")[0]  # only the deepest directory it names: "a/b/2024-" → a/b
         with _boundary(f"list {prefix!r}"):
             for directory, dirs, files in os.walk(start, onerror=_unless_missing):
                 dirs.sort()
                 relative = Path(directory).relative_to(self.root).as_posix()
                 base = "" if relative == "." else relative + "/"
                 for name in files:
-                    key = base + name
-                    if key.startswith(prefix) and KEY_CHARS.fullmatch(name):  # not a temporary file
-                        yield key
+                    if (base + name).startswith(prefix):
+                        yield base + name, KEY_CHARS.fullmatch(name) is None
 
     def delete_prefix(self, prefix: str) -> int:
         if not check_prefix(prefix):
@@ -130,13 +132,13 @@ class LocalColdStore:
         deleted = 0
         parents: set[Path] = set()
         with _boundary(f"delete {prefix!r}"):
-            for key in self.list(prefix):
-                path = self.root / key
+            for name, temporary in builtins.list(self._files(prefix)):
+                path = self.root / name
                 try:
                     path.unlink()
                 except FileNotFoundError:
                     continue
-                deleted += 1
+                deleted += not temporary
                 parents.add(path.parent)
             for directory in sorted(parents, key=lambda p: len(p.parts), reverse=True):
                 self._remove_empty(directory)

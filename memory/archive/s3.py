@@ -12,11 +12,16 @@ configuration error. The bucket is created on first use when missing (idempotent
   versioning-suspended) bucket it lists with ListObjectVersions and deletes every version and delete
   marker by id — erasure must not leave old versions behind; it returns the number of distinct keys.
 - Integrity checksums only where an operation requires one (``when_required``): the newer botocore
-  default sends CRC32 trailers on every upload, which some S3-compatible servers reject.
+  default (botocore ≥ 1.36) sends CRC32 trailers on every upload, which older S3-compatible servers reject.
 
 Errors at the boundary: unreachable, timed out, 5xx, SlowDown → ``TransientError`` (after botocore's
 own 3 attempts); NoSuchKey → ``NotFound``; AccessDenied, bad keys or signature, missing bucket,
-missing credentials → ``ConfigurationError``.
+missing credentials → ``ConfigurationError``. (On AWS, a missing key reads as AccessDenied unless the
+credentials may ``s3:ListBucket``: grant it, with s3:Get/Put/DeleteObject, s3:DeleteObjectVersion,
+s3:GetBucketVersioning, s3:ListBucketVersions and — unless the bucket exists — s3:CreateBucket.)
+
+Verified against SeaweedFS 4.48 (``weed mini``, see ``tests/s3_server.py``): auth, pagination,
+versioning and version deletion behave as on AWS; docker-compose runs MinIO for the same URL.
 """
 
 from __future__ import annotations

@@ -126,7 +126,9 @@ class SQLiteEpisodicStore:
                          args)
             return conn.execute(f"DELETE FROM events WHERE {where}", args).rowcount
 
-        return self._db.transaction(run)
+        removed = self._db.transaction(run)
+        self._db.checkpoint()
+        return removed
 
     def update(self, tenant, user_id, event_ids, **fields):
         unknown = set(fields) - UPDATABLE

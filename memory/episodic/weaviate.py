@@ -22,8 +22,12 @@ recorded, but evictions made before the failure are not reported again); two pro
 user at once may both insert near-duplicates or lose a merge increment (no compare-and-set).
 
 Maintenance primitives (batch jobs: archiving, compaction, erasure, export, noise down-weighting):
-- ``dump``: one filtered fetch sorted by (``ts``, ``event_id``) on the server, with the ``embedding``
-  vector; a call returns at most the server's ``QUERY_MAXIMUM_RESULTS`` (default 10,000) events.
+- ``dump``: filtered fetches sorted by (``ts``, ``event_id``) on the server, with the ``embedding`` vector,
+  ``_PAGE`` events each: the server refuses offset + limit beyond its ``QUERY_MAXIMUM_RESULTS`` (default
+  10,000), so later pages resume at the last ``ts`` read (``ts ≥ last``, offset past those already read at
+  it; a run of more than that maximum minus ``_PAGE`` events with one ``ts`` would be refused). A dump is
+  not a snapshot: an event a concurrent merge moves across the cursor is read twice (returned once) or not
+  at all.
 - ``delete``: ``delete_many`` on the deterministic UUIDs (chunks of ``_CHUNK`` ids). An event's aliases are
   a property of its own object, so they go with it in the same object deletion. The user's Weaviate tenant
   stays, even when emptied: other processes remember it exists (and ``users`` skips empty tenants).
@@ -33,10 +37,11 @@ Maintenance primitives (batch jobs: archiving, compaction, erasure, export, nois
   ``tenant``/``user_id`` properties every object carries: one request lists the tenants, then one
   one-object read per tenant this process has not mapped yet (pairs never change, so they are remembered;
   a tenant found empty is read again next call), then one per user on the page to confirm it still has
-  events. A first call costs about one request per Weaviate tenant, later pages about ``limit``: fine for
-  batch maintenance, not for a request path (a read also re-activates a tenant an operator offloaded). A
-  separate registry collection would make pages cheap, but it is a second write outside the event's
-  object, which a crash or an erasure can leave disagreeing with the events; the tenants cannot.
+  events. A first call costs about one request per Weaviate tenant, later ones about ``limit`` plus the
+  listing of every tenant: fine for batch maintenance, not for a request path (a read also re-activates a
+  tenant an operator offloaded). A separate registry collection would make pages cheap, but it is a
+  second write outside the event's object, which a crash or an erasure can leave disagreeing with the
+  events; the tenants cannot.
 
 ``noise`` is a NUMBER property: ``from_url`` adds it (and any property missing) to a collection created
 before it existed, and objects written before it read as ``noise`` 1.0.
@@ -108,6 +113,7 @@ _TRANSIENT_HTTP = {429, 502, 503, 504}
 _TRANSIENT_GRPC = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED}
 _LIVE = Filter.by_property("status").equal("live")
 _CHUNK = 1000  # ids per filter in delete/update: well under the server's QUERY_MAXIMUM_RESULTS
+_PAGE = 1000  # events (with their vectors and payloads) per fetch in dump
 
 
 def tenant_name(tenant: str, user_id: str) -> str:
@@ -382,15 +388,29 @@ class WeaviateEpisodicStore:
             where &= Filter.by_property("event_type").contains_any(sorted(EventType(t).value for t in types))
         if before_ts is not None:
             where &= Filter.by_property("ts").less_than(float(before_ts))
+        found: dict[str, tuple[StoredEvent, np.ndarray]] = {}
+        resume_ts, tied = None, 0  # next page: ts ≥ resume_ts, skipping the `tied` events at it already read
         with _boundary("dump"):
             handle = self._handle(tenant, user_id)
             if handle is None:
                 return []
-            rows = handle.query.fetch_objects(
-                filters=where, sort=Sort.by_property("ts").by_property("event_id"), limit=limit,
-                include_vector=[VECTOR], return_properties=_READ,
-            ).objects
-        return [(_event(o.properties), np.asarray(o.vector[VECTOR], dtype=np.float32)) for o in rows]
+            while len(found) < limit:
+                page = min(_PAGE, limit - len(found))
+                since = None if resume_ts is None else Filter.by_property("ts").greater_or_equal(resume_ts)
+                rows = handle.query.fetch_objects(
+                    filters=where if since is None else where & since,
+                    sort=Sort.by_property("ts").by_property("event_id"), offset=tied or None, limit=page,
+                    include_vector=[VECTOR], return_properties=_READ,
+                ).objects
+                for o in rows:  # an event whose ts a concurrent merge moved past the cursor is not repeated
+                    event = _event(o.properties)
+                    found.setdefault(event.event_id, (event, np.asarray(o.vector[VECTOR], dtype=np.float32)))
+                if len(rows) < page:
+                    break
+                last = float(rows[-1].properties["ts"])
+                tied = (tied if last == resume_ts else 0) + sum(float(o.properties["ts"]) == last for o in rows)
+                resume_ts = last
+        return list(found.values())[:limit]
 
     def delete(self, tenant: str, user_id: str, event_ids: Sequence[str]) -> int:
         if not event_ids:

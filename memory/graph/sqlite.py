@@ -196,7 +196,9 @@ class SQLiteGraphStore:
             conn.execute("UPDATE nodes SET name = '' WHERE node_id = ?", (ids.user_node_id(tenant, user_id),))
             return gone
 
-        return self._db.transaction(run)
+        gone = self._db.transaction(run)
+        self._db.checkpoint()
+        return gone
 
     def ping(self) -> None:
         self._db.run(lambda c: c.execute("SELECT 1").fetchone())

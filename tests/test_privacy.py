@@ -1,0 +1,258 @@
+"""Forgetting and privacy on a stack with the product defaults (long-term memory needs consent):
+consent, child mode, erasure that leaves nothing behind, cold archive, noise, feedback and metrics."""
+
+import gzip
+import json
+import time
+
+import httpx
+import pytest
+
+import beat_schedule
+from memory import erasure, keys
+from memory.runtime import Runtime
+from memory.settings import Settings
+from workers.celery_app import ROUTES, create_celery
+from workers.client import MnemeClient
+from workers.stack import Stack, free_port
+
+
+@pytest.fixture(scope="module")
+def pstack(tmp_path_factory):
+    s = Stack(tmp_path_factory.mktemp("privacy"), api_port=free_port(), beat=False, flower=False,
+              env={"MNEME_REDIS_URL": ""})
+    s.start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def prt(pstack) -> Runtime:
+    return Runtime(pstack.settings)
+
+
+@pytest.fixture
+def api(pstack):
+    with MnemeClient(pstack.api_url) as c:
+        yield c
+
+
+def consent(pstack, user, granted=True):
+    r = httpx.put(f"{pstack.api_url}/v1/users/{user}/consent", json={"long_term": granted, "operator_id": "agent"})
+    r.raise_for_status()
+    return r.json()
+
+
+def say(api, user, texts, session=None, start=0, ts=None, device=None):
+    jobs = [api.remember(user_id=user, session_id=session or f"{user}-s", message_id=f"m{i}", role=role,
+                         content=text, client_ts=ts or time.time() - 100 + i, device_id=device).job_id
+            for i, (role, text) in enumerate(texts, start)]
+    return api.wait(jobs, timeout=60)
+
+
+def profile(pstack, user):
+    return httpx.get(f"{pstack.api_url}/v1/users/{user}/profile").json()["beliefs"]
+
+
+def audit_log(pstack):
+    return [json.loads(line) for line in (pstack.data_dir / "audit.jsonl").read_text().splitlines()]
+
+
+def test_long_term_memory_is_off_until_the_user_opts_in(pstack, api, uid):
+    user = f"u{uid}"
+    [job] = say(api, user, [("user", "我今年17岁，我喜欢物理")])
+    assert job.state == "done" and "consent" in job.note
+    assert [m.content for m in api.messages(f"{user}-s").messages] == ["我今年17岁，我喜欢物理"]  # working memory
+    result = api.recall(user_id=user, query="我几岁")
+    assert result.events == [] and result.facts == [] and "long_term" in result.degraded
+    assert consent(pstack, user)["long_term"] is True
+    say(api, user, [("user", "我今年17岁，我喜欢物理")], start=1)
+    assert {(b["relation"], b["object"]) for b in profile(pstack, user)} == {("age", "17"), ("likes", "物理")}
+    consent(pstack, user, granted=False)
+    assert api.recall(user_id=user, query="我几岁").facts == []  # opting out hides it at once
+    actions = [a["action"] for a in audit_log(pstack) if a["operator_id"] == "agent" and a["action"].startswith(
+        "consent")]
+    assert actions[-2:] == ["consent.grant", "consent.revoke"]
+
+
+def test_a_child_gets_no_graph_content_free_events_and_an_encrypted_window(pstack, prt, api, uid):
+    user = f"kid{uid}"
+    consent(pstack, user)
+    [job] = say(api, user, [("user", f"我今年10岁，我叫小明{uid}")])
+    policy = httpx.get(f"{pstack.api_url}/v1/users/{user}/consent").json()
+    assert policy["child"] is True and "declared" in policy["child_by"]
+    assert profile(pstack, user) == []  # not even the age: no graph writes for a child
+    [stored] = prt.episodic_store.get("default", user, job.event_ids[:1])
+    shown = prt.episodic.reveal(stored)
+    assert (shown.summary, shown.keywords, shown.text) == ("", [], "") and stored.event_type == "age_declaration"
+    say(api, user, [("user", f"我最喜欢的老师是王老师{uid}")], start=1)
+    raw = prt.redis.hvals(keys.session("default", f"{user}-s").msg)
+    assert any("enc:v1:" in r for r in raw) and not any(f"王老师{uid}" in r for r in raw)
+    payloads = [prt.redis.hget(keys.job(j.job_id), "payload") for j in api.wait([job.job_id])]
+    assert all(f"王老师{uid}" not in (p or "") for p in payloads)
+    assert api.messages(f"{user}-s").messages[-1].content == f"我最喜欢的老师是王老师{uid}"  # readable via the API
+
+
+def test_erasure_leaves_nothing_of_the_user_in_any_store(pstack, prt, api, uid):
+    user, secret = f"erase{uid}", f"秘密{uid}"
+    consent(pstack, user)
+    say(api, user, [("user", f"我叫{secret}"), ("user", f"I like {secret}ball"),
+                    ("user", f"I can't stand {secret}ball"), ("assistant", f"好的，{secret}，我记住了。")],
+        device=f"pad-{uid}")
+    say(api, user, [("user", "哈哈")], session=f"{user}-old", ts=time.time() - 40 * 86400, start=10)
+    create_celery(pstack.settings).send_task("memory.archive", kwargs={})
+    deadline = time.monotonic() + 30
+    while not list((pstack.data_dir / "archive").rglob("*.jsonl.gz")):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    assert httpx.get(f"{pstack.api_url}/v1/users/{user}/reviews").json()  # a review holds both claims
+    pstack.stop_one("worker-pipeline")  # work queued but not yet done when the erasure lands
+    late = api.remember(user_id=user, session_id=f"{user}-s", message_id="late", role="user",
+                        content=f"我今年{uid[:2]}岁，{secret}还在吗")
+    receipt = httpx.delete(f"{pstack.api_url}/v1/users/{user}", params={"operator_id": "dpo"}).json()
+    pstack.start_one("worker-pipeline")
+    pstack.wait_ready(wait_embedder=False)
+    assert receipt["complete"] and not any(receipt["remaining"].values())
+    removed = receipt["removed"]
+    assert removed["episodic_events"] >= 4 and removed["graph_relations"] >= 2 and removed["archive_objects"] >= 1
+    assert removed["sessions"] == 2 and removed["keys"] == 1 and removed["devices"] == 1 and removed["reviews"] == 1
+    assert api.wait([late.job_id], timeout=60)[0].state == "dropped" if _job_exists(prt, late.job_id) else True
+    time.sleep(1.5)  # let any straggler task run: nothing may come back
+    assert profile(pstack, user) == [] and api.recall(user_id=user, query=secret).events == []
+    _wait_aof_rewrite(prt)
+    sweep = erasure.sweep(prt)  # the hourly sweeper: verifies, and rewrites the AOF now the queue has drained
+    assert sweep["checked"] >= 1 and sweep["incomplete"] == 0
+    time.sleep(0.2)
+    _wait_aof_rewrite(prt)
+    leaks = [str(p.relative_to(pstack.data_dir)) for p in pstack.data_dir.rglob("*")
+             if p.is_file() and _contains(p, [secret.encode()])]
+    assert leaks == []  # no content anywhere: stores, AOF, archive, audit log, key file, logs
+    # the raw id is left only in the sweeper's work list, until it has verified the erasure after 24 h
+    holders = [k for k in prt.redis.scan_iter(count=1000) if _redis_mentions(prt, k, user)]
+    assert holders == [keys.erasing("default")]
+    for key in prt.redis.scan_iter(count=1000):
+        kind = prt.redis.type(key)
+        values = (prt.redis.hvals(key) if kind == "hash" else prt.redis.lrange(key, 0, -1) if kind == "list"
+                  else [prt.redis.get(key)] if kind == "string" else [])
+        assert not any(secret in (v or "") for v in values), key
+    assert any(a["action"] == "user.erase" and a["operator_id"] == "dpo" for a in audit_log(pstack))
+
+
+def _redis_mentions(prt, key, needle) -> bool:
+    kind = prt.redis.type(key)
+    values = {"hash": lambda: [*prt.redis.hkeys(key), *prt.redis.hvals(key)],
+              "list": lambda: prt.redis.lrange(key, 0, -1), "set": lambda: list(prt.redis.smembers(key)),
+              "zset": lambda: prt.redis.zrange(key, 0, -1), "string": lambda: [prt.redis.get(key) or ""]}
+    return needle in key or any(needle in v for v in values.get(kind, list)())
+
+
+def _job_exists(prt, job_id) -> bool:
+    return bool(prt.redis.exists(keys.job(job_id)))
+
+
+def _wait_aof_rewrite(prt) -> None:
+    deadline = time.monotonic() + 20
+    while prt.redis.info("persistence")["aof_rewrite_in_progress"] or \
+            prt.redis.info("persistence")["aof_rewrite_scheduled"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+
+
+def _contains(path, needles) -> bool:
+    data = path.read_bytes()
+    if path.name.endswith(".gz"):
+        data += gzip.decompress(data)
+    return any(n in data for n in needles)
+
+
+def test_old_small_talk_moves_to_cold_storage_and_can_come_back(pstack, prt, api, uid):
+    user = f"cold{uid}"
+    consent(pstack, user)
+    [job] = say(api, user, [("user", "哈哈")], ts=time.time() - 45 * 86400)
+    [fresh] = say(api, user, [("user", "我喜欢天文学")], start=1)
+    from memory import maintenance
+
+    report = maintenance.run(prt, maintenance.archive_user, dry_run=True)
+    assert report.events >= 1 and prt.episodic_store.get("default", user, job.event_ids)  # dry run: still hot
+    maintenance.run(prt, maintenance.archive_user)
+    maintenance.run(prt, maintenance.archive_user)  # twice is harmless
+    assert prt.episodic_store.get("default", user, job.event_ids) == []
+    assert prt.episodic_store.get("default", user, fresh.event_ids)  # recent and meaningful: stays
+    from memory.archive import decode, user_prefix
+
+    [name] = prt.archive.list(user_prefix("default", user))
+    [record] = decode(prt.archive.get(name))
+    assert record["event_type"] == "small_talk" and "哈哈" not in json.dumps(record, ensure_ascii=False)
+    assert maintenance.restore_user(prt, "default", user) == 1
+    [back] = prt.episodic_store.get("default", user, job.event_ids)
+    assert prt.episodic.reveal(back).text == "哈哈"
+
+
+def test_the_same_type_five_times_a_week_is_noise(pstack, prt, api, uid):
+    user = f"noisy{uid}"
+    consent(pstack, user)
+    jobs = say(api, user, [("user", t) for t in ["点了提交没反应", "上传又失败了", "打不开了", "又报错了", "还是用不了",
+                                                  "我喜欢几何"]])
+    from memory import maintenance
+
+    maintenance.run(prt, maintenance.downweight_noise)
+    events = {e.event_type: e for e in prt.episodic_store.get("default", user, [i for j in jobs for i in j.event_ids])}
+    assert events["operation_failure"].noise == pytest.approx(0.3) and events["preference"].noise == 1.0
+    hits = api.recall(user_id=user, query="提交没反应", k=5).events
+    hit = next(h for h in hits if h.event_type == "operation_failure")
+    assert hit.why["noise"] == pytest.approx(0.3)
+
+
+def test_a_user_can_delete_all_events_of_one_type(pstack, prt, api, uid):
+    user = f"del{uid}"
+    consent(pstack, user)
+    say(api, user, [("user", "哈哈"), ("user", "我喜欢化学")])
+    r = httpx.delete(f"{pstack.api_url}/v1/users/{user}/events", params={"event_type": "small_talk"})
+    assert r.json()["deleted"] == 1
+    assert {h.event_type for h in api.recall(user_id=user, query="哈哈 化学", k=5).events} == {"preference"}
+
+
+def test_feedback_moves_weights_and_feeds_the_interference_rate(pstack, prt, api, uid):
+    user = f"fb{uid}"
+    consent(pstack, user)
+    say(api, user, [("user", "我喜欢用动画学物理"), ("user", "今天食堂的饭不好吃")])
+    before = httpx.get(f"{pstack.api_url}/v1/metrics/product").json()
+    hits = api.recall(user_id=user, query="怎么学物理", k=2).events
+    bad = next(h for h in hits if "食堂" in h.summary)
+    r = httpx.post(f"{pstack.api_url}/v1/feedback", json={"user_id": user, "event_id": bad.event_id, "useful": False})
+    assert r.json()["weight"] == pytest.approx(0.5)
+    good = next(h for h in hits if "动画" in h.summary)
+    httpx.post(f"{pstack.api_url}/v1/feedback", json={"user_id": user, "event_id": good.event_id, "useful": True,
+                                                     "query": "怎么学物理"}).raise_for_status()
+    rel = profile(pstack, user)[0]["rel_id"]
+    httpx.post(f"{pstack.api_url}/v1/feedback", json={"user_id": user, "rel_id": rel, "useful": False})
+    assert profile(pstack, user)[0]["confidence"] == pytest.approx(0.35, abs=0.01)
+    after = httpx.get(f"{pstack.api_url}/v1/metrics/product").json()
+    assert after["feedback"] == before["feedback"] + 3
+    not_useful = (before["memory_interference_rate"] or 0) * before["feedback"] + 2
+    assert after["memory_interference_rate"] == pytest.approx(not_useful / after["feedback"], abs=1e-3)
+    r = httpx.post(f"{pstack.api_url}/v1/feedback", json={"user_id": user, "useful": True})
+    assert r.status_code == 422 and "exactly one" in r.json()["message"]
+
+
+def test_product_metrics_are_computed_from_stored_data(pstack, api, uid):
+    before = httpx.get(f"{pstack.api_url}/v1/metrics/product").json()
+    user = f"m{uid}"
+    consent(pstack, user)
+    say(api, user, [("user", "你好"), ("user", "点了提交没反应")], session=f"{user}-a")
+    say(api, user, [("user", "今天好多了")], session=f"{user}-b", start=5)
+    after = httpx.get(f"{pstack.api_url}/v1/metrics/product").json()
+    assert after["messages"] - before["messages"] == 3 and after["sessions"] - before["sessions"] == 2
+    assert after["users"] - before["users"] == 1
+    for name in ("session_depth", "cross_session_retention", "task_success_rate"):
+        assert 0 <= after[name] and (name == "session_depth" or after[name] <= 1)
+    failed_before = round((1 - before["task_success_rate"]) * before["sessions"])
+    assert round((1 - after["task_success_rate"]) * after["sessions"]) == failed_before + 1
+
+
+def test_every_beat_entry_names_its_queue_and_an_expiry_and_routes_to_maintenance():
+    schedule = beat_schedule.schedule(Settings(redis_url="redis://unused"))
+    assert {e["task"] for e in schedule.values()} >= {"memory.decay", "memory.archive", "memory.downweight_noise",
+                                                      "memory.compact", "memory.erasure_sweep", "memory.redrive"}
+    for entry in schedule.values():
+        assert entry["options"]["queue"] == "maintenance" == ROUTES[entry["task"]] and entry["options"]["expires"] > 0
