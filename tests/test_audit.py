@@ -333,6 +333,13 @@ def test_es_a_record_refused_for_good_is_a_configuration_error_and_the_rest_is_s
     assert sorted(es.docs()) == ["r1", "r3"]
 
 
+def test_es_a_record_without_id_or_ts_is_refused_before_anything_is_sent(es):
+    for bad in ({**rec(1), "id": ""}, {k: v for k, v in rec(2).items() if k != "ts"}, {**rec(3), "ts": "today"}):
+        with pytest.raises(InvalidInput):
+            es_sink(es).write([rec(0), bad])
+    assert es.requests == []
+
+
 def test_es_unreachable_is_a_transient_error():
     sink = open_backend("audit", f"elasticsearch://127.0.0.1:{free_port()}/mneme-audit?max_retries=1&timeout=2",
                         Settings())

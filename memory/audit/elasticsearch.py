@@ -116,7 +116,8 @@ class ElasticsearchAuditSink:
         return f"{self.prefix}-{day:%Y.%m.%d}"
 
     def ping(self) -> None:
-        self._call("ping", self.client.info)
+        """One ``GET /`` without retries: a health check reports the state now."""
+        self._call("ping", self.client.options(max_retries=0).info)
 
     def close(self) -> None:
         self.client.close()
@@ -124,8 +125,8 @@ class ElasticsearchAuditSink:
     def write(self, records: Sequence[dict]) -> None:
         if not records:
             return
-        self._ensure_template()
         actions = [self._action(r) for r in records]
+        self._ensure_template()
         for start in range(0, len(actions), CHUNK):
             self._send(actions[start:start + CHUNK])
 
