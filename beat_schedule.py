@@ -24,7 +24,7 @@ def schedule(settings: Settings) -> dict[str, dict]:
         "erasure-sweeper-hourly": {
             "task": "memory.erasure_sweep",
             "schedule": crontab(minute=15),
-            "kwargs": {"dry_run": False, "limit": 10_000},
+            "kwargs": {"dry_run": False, "limit": 10_000, "batch_size": 1000},
             "options": {"queue": "maintenance", "expires": 3000},
         },
     }

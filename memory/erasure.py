@@ -76,13 +76,16 @@ def verify(rt: Runtime, tenant: str, user_id: str) -> dict[str, int]:
     }
 
 
-def sweep(rt: Runtime, dry_run: bool = False, limit: int = 1000) -> dict:
+def sweep(rt: Runtime, dry_run: bool = False, limit: int = 1000, batch_size: int = 1000) -> dict:
     """Re-run and verify erasures younger than the SLA; forget a user's raw id once verified after it."""
     sla = rt.settings.erasure_sla_hours * 3600
     now = time.time()
     report = {"checked": 0, "completed": 0, "verified": 0, "incomplete": 0, "dry_run": dry_run}
     for tenant in _tenants(rt):
-        for user_id, at in rt.redis.zrange(keys.erasing(tenant), 0, limit - 1, withscores=True):
+        users = [u for start in range(0, limit, batch_size)
+                 for u in rt.redis.zrange(keys.erasing(tenant), start, min(limit, start + batch_size) - 1,
+                                          withscores=True)]
+        for user_id, at in users:
             report["checked"] += 1
             remaining = verify(rt, tenant, user_id)
             if any(remaining.values()):

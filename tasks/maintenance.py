@@ -71,6 +71,6 @@ def compact(dry_run: bool = False, limit: int = 100_000, batch_size: int = 500) 
 
 
 @shared_task(name="memory.erasure_sweep", base=MnemeTask, stage="maintenance")
-def erasure_sweep(dry_run: bool = False, limit: int = 1000) -> dict:
-    """Hourly: re-run and verify erasures younger than the 24 h SLA."""
-    return erasure.sweep(get_runtime(), dry_run=dry_run, limit=limit)
+def erasure_sweep(dry_run: bool = False, limit: int = 1000, batch_size: int = 1000) -> dict:
+    """Hourly: re-run and verify erasures younger than the 24 h SLA (``batch_size``: users per page)."""
+    return erasure.sweep(get_runtime(), dry_run=dry_run, limit=limit, batch_size=batch_size)
