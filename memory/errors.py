@@ -2,8 +2,10 @@
 
     MnemeError
     ├── InvalidInput            400  the request is well-formed JSON but says something we cannot accept
-    ├── NotFound                404  no such session / version / job / message
+    ├── Unauthorized            401  no API key, or an unknown or revoked one
+    ├── NotFound                404  no such session / version / job / message (or another tenant's)
     ├── Conflict                409  an id is reused with other content, or a session has another owner
+    ├── RateLimited             429  the API key's requests-per-minute are used up
     ├── ConfigurationError      500  bad settings, unknown backend scheme, missing extra
     └── TransientError          503  a backend is unreachable or busy; safe to retry
 """
@@ -25,6 +27,16 @@ class MnemeError(Exception):
 class InvalidInput(MnemeError):
     status = 400
     code = "invalid_input"
+
+
+class Unauthorized(MnemeError):
+    status = 401
+    code = "unauthorized"
+
+
+class RateLimited(MnemeError):
+    status = 429
+    code = "rate_limited"
 
 
 class NotFound(MnemeError):

@@ -52,6 +52,7 @@ STAGES = ("extract", "embed", "graph")
 
 class JobStatus(BaseModel):
     job_id: str
+    tenant: str
     state: str
     user_id: str
     session_id: str
@@ -81,6 +82,7 @@ class Jobs:
         message = Message.model_validate_json(fields["payload"])
         return JobStatus(
             job_id=job_id,
+            tenant=message.tenant,
             state=fields["state"],
             user_id=message.user_id,
             session_id=message.session_id,

@@ -25,14 +25,22 @@ expects a single Redis (or a primary with replicas), not Redis Cluster.
 | mneme:feedback:{tenant}               | hash | feedback counters (useful / not useful) | none (2)       |
 | mneme:feedback_pairs:{tenant}         | list | (query, event) pairs marked useful      | capped at 10,000 entries |
 | mneme:metrics:{tenant}                | hash | product counters (aggregates only)      | none (2)       |
+| mneme:apikeys                         | hash | key id → key record (secret hashed)     | none (6)       |
+| mneme:apikey-hashes                   | hash | sha256(secret) → key id                 | none (6)       |
+| mneme:ratelimit:{key_id}:{minute}     | str  | requests by one key in one minute       | 120 s          |
 | mneme:metrics:{tenant}:failed:{session} | str | marks a session counted as failed      | session TTL    |
+| mneme:dead-letters                    | list | failed tasks (JSON entries), newest first | none; capped at 100,000 entries (7) |
+| mneme:dead-letters:by-id              | hash | task id → its dead-letter entry         | none; trimmed with the list (7) |
 
 (1) a member leaves when its job is done or failed; the redrive task drops members whose job expired.
 (2) a handful of counters (one field per failure reason), kept for operators and metrics.
 (3) one small value that must outlive any session; deleting it reverts to the bare embedder.
 (4) long-term state of an account, removed when the user is erased.
+(6) API keys live until revoked (``mneme keys revoke``).
 (5) the erasure sweeper removes a user from ``erasing`` once verified after 24 h, and tombstones once
     older than the job TTL (no queued write can be older than that).
+(7) kept until an operator replays or drops them (``mneme dead replay|drop``); past the cap the
+    oldest fall off (``memory.deadletters``).
 """
 
 from __future__ import annotations
@@ -41,6 +49,8 @@ from dataclasses import dataclass
 
 PREFIX = "mneme"
 PENDING = f"{PREFIX}:pending"
+DEAD_LETTERS = f"{PREFIX}:dead-letters"
+DEAD_LETTERS_BY_ID = f"{PREFIX}:dead-letters:by-id"
 
 
 @dataclass(frozen=True)
@@ -116,3 +126,10 @@ def metrics(tenant: str) -> str:
 
 def failed_session(tenant: str, session_id: str) -> str:
     return f"{PREFIX}:metrics:{tenant}:failed:{session_id}"
+
+API_KEYS = f"{PREFIX}:apikeys"
+API_KEY_HASHES = f"{PREFIX}:apikey-hashes"
+
+
+def rate_window(key_id: str, minute: int) -> str:
+    return f"{PREFIX}:ratelimit:{key_id}:{minute}"

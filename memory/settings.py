@@ -37,7 +37,10 @@ class Settings(BaseSettings):
     )
     weaviate_api_key: str = Field("", description="For weaviate:// episodic URLs whose server wants a key.")
     master_key: str = Field("", description="base64 32-byte key wrapping per-user keys; empty = data_dir/master.key.")
-    tenant: str = Field("default", description="Tenant used until API keys map callers to tenants.")
+    tenant: str = Field("default", description="The tenant of single-tenant development mode.")
+    auth_required: bool = Field(
+        False, description="true: every call needs an API key, which picks its tenant; false: single-tenant dev mode."
+    )
 
     # --- working memory ----------------------------------------------------------------------
     window_size: int = Field(50, ge=1, le=1000)

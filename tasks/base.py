@@ -1,10 +1,11 @@
-"""What every Mneme task shares: retry with backoff on transient errors only; a final failure is
-written to the job so the client sees it."""
+"""What every Mneme task shares: retry with backoff on transient errors only; a final failure becomes a
+dead letter (``memory.deadletters``) and is written to the job so the client sees it."""
 
 from __future__ import annotations
 
 from celery import Task
 
+from memory import deadletters
 from memory.errors import TransientError
 from memory.runtime import get_runtime
 
@@ -22,5 +23,8 @@ class MnemeTask(Task):
 
     def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:  # noqa: ANN001 - Celery's signature
         job_id = kwargs.get("job_id")
+        deadletters.push(get_runtime().redis, task_id=task_id, task=self.name,
+                         queue=(self.request.delivery_info or {}).get("routing_key"), args=args, kwargs=kwargs,
+                         error=exc, traceback=str(einfo), retries=self.request.retries, job_id=job_id)
         if job_id:
             get_runtime().jobs.fail(job_id, self.stage, f"{type(exc).__name__}: {exc}")

@@ -6,7 +6,7 @@ from celery import shared_task
 from celery.signals import worker_process_init
 from celery_batches import Batches
 
-from memory import pipeline
+from memory import deadletters, pipeline
 from memory.errors import TransientError
 from memory.models import Extraction, Fact, Message
 from memory.runtime import get_runtime
@@ -84,6 +84,7 @@ def embed(requests: list) -> int:
             items.append((request, pipeline.EmbedItem.model_validate(request.kwargs["item"])))
         except (KeyError, ValueError) as exc:
             job_id = request.kwargs.get("item", {}).get("job_id")
+            _dead_letter(request, exc, job_id)
             if job_id:
                 rt.jobs.fail(job_id, "embed", f"malformed embed request: {exc}")
     try:
@@ -100,6 +101,7 @@ def embed(requests: list) -> int:
             except TransientError as exc:
                 _retry(request, item, exc)
             except Exception as exc:  # noqa: BLE001
+                _dead_letter(request, exc, item.job_id)
                 rt.jobs.fail(item.job_id, "embed", f"{type(exc).__name__}: {exc}")
         return 0
 
@@ -109,9 +111,15 @@ def _audit(records: list[dict]) -> None:
         audit.apply_async(kwargs={"records": records})
 
 
+def _dead_letter(request, exc: Exception, job_id: str | None, retries: int = 0) -> None:
+    deadletters.push(get_runtime().redis, task_id=request.id, task="memory.embed", queue="embed",
+                     kwargs={"item": request.kwargs.get("item")}, error=exc, retries=retries, job_id=job_id)
+
+
 def _retry(request, item: pipeline.EmbedItem, exc: Exception) -> None:
     attempt = int(request.kwargs.get("attempt", 0)) + 1
     if attempt > get_runtime().settings.task_max_retries:
+        _dead_letter(request, exc, item.job_id, retries=attempt - 1)
         get_runtime().jobs.fail(item.job_id, "embed", f"gave up after {attempt - 1} retries: {exc}")
         return
     embed.apply_async(kwargs={"item": item.model_dump(mode="json"), "attempt": attempt},

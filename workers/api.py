@@ -9,9 +9,10 @@ import logging
 import threading
 import time
 from contextlib import asynccontextmanager
+from typing import Annotated
 
 import redis
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -28,6 +29,7 @@ from memory.policy import Policy, user_hash
 from memory.recall import RecallResult, recall
 from memory.reviews import Review
 from memory.runtime import Runtime, get_runtime
+from memory.tenants import authenticate
 from memory.working import RolledBack, SessionView
 from workers.celery_app import create_celery
 from workers.schemas import (
@@ -50,10 +52,22 @@ ERRORS = {400: {"model": ErrorBody}, 404: {"model": ErrorBody}, 409: {"model": E
           422: {"model": ErrorBody}, 503: {"model": ErrorBody}}
 
 
+def tenant_of(request: Request) -> str:
+    """The caller's tenant: from the API key, or the development tenant when auth is off."""
+    rt: Runtime = request.app.state.runtime
+    if not rt.settings.auth_required:
+        return rt.settings.tenant
+    header = request.headers.get("authorization", "")
+    secret = header[7:].strip() if header.lower().startswith("bearer ") else request.headers.get("x-api-key")
+    return authenticate(rt.redis, secret).tenant
+
+
+Tenant = Annotated[str, Depends(tenant_of)]
+
+
 def create_app(runtime: Runtime | None = None) -> FastAPI:
     rt = runtime or get_runtime()
     celery = create_celery(rt.settings)
-    tenant = rt.settings.tenant
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -63,6 +77,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
 
     app = FastAPI(title="Mneme", version="0.1.0", lifespan=lifespan, responses=ERRORS,
                   description="Memory backend for AI agents: working, episodic and semantic memory.")
+    app.state.runtime = rt
 
     @app.exception_handler(MnemeError)
     async def mneme_error(request: Request, exc: MnemeError) -> JSONResponse:
@@ -83,7 +98,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         })
 
     @app.post("/v1/messages", status_code=202, response_model=MessageAccepted, tags=["write"])
-    def post_message(body: MessageIn) -> MessageAccepted:
+    def post_message(tenant: Tenant, body: MessageIn) -> MessageAccepted:
         """Append a message to the session's working memory and queue it for long-term memory."""
         limit = rt.settings.content_max_chars
         if len(body.content) > limit:
@@ -111,36 +126,36 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         )
 
     @app.get("/v1/sessions/{session_id}/messages", response_model=SessionView, tags=["working memory"])
-    def get_messages(session_id: str, version: int | None = None) -> SessionView:
+    def get_messages(tenant: Tenant, session_id: str, version: int | None = None) -> SessionView:
         """The session's working memory at its head version, or at an older kept version."""
         return rt.working.read(tenant, session_id, version)
 
     @app.get("/v1/sessions/{session_id}/messages/{message_id}", response_model=FullMessage,
              tags=["working memory"])
-    def get_message(session_id: str, message_id: str) -> FullMessage:
+    def get_message(tenant: Tenant, session_id: str, message_id: str) -> FullMessage:
         """One message with its full text (a long assistant reply is stored cut in the window)."""
         record, full = rt.working.get(tenant, session_id, message_id)
         return FullMessage(**record.model_dump(exclude={"content"}), content=full)
 
     @app.post("/v1/sessions/{session_id}/rollback", response_model=RolledBack, tags=["working memory"])
-    def rollback(session_id: str, body: RollbackIn) -> RolledBack:
+    def rollback(tenant: Tenant, session_id: str, body: RollbackIn) -> RolledBack:
         """Restore a whole earlier snapshot (``to_version``) or undo the last change (撤回上一条)."""
         return rt.working.rollback(tenant, session_id, None if body.undo_last else body.to_version)
 
     @app.post("/v1/recall", response_model=RecallResult, tags=["read"])
-    def post_recall(body: RecallIn) -> RecallResult:
+    def post_recall(tenant: Tenant, body: RecallIn) -> RecallResult:
         """Working memory + episodic events + graph facts for a query, each with its provenance."""
         return recall(rt, tenant, body.user_id, body.query, body.k, body.session_id, body.event_types,
                       body.include_text)
 
     @app.get("/v1/users/{user_id}/profile", response_model=Profile, tags=["semantic memory"])
-    def profile(user_id: str, include_inactive: bool = False) -> Profile:
+    def profile(tenant: Tenant, user_id: str, include_inactive: bool = False) -> Profile:
         """What the agent believes about the user: effective (decayed) confidence, source, and why."""
         return Profile(user_id=user_id, beliefs=rt.beliefs.profile(tenant, user_id, include_inactive),
                        open_reviews=rt.beliefs.reviews.list_open(tenant, user_id))
 
     @app.put("/v1/users/{user_id}/beliefs", response_model=Belief, tags=["semantic memory"])
-    def correct_belief(user_id: str, body: BeliefIn) -> Belief:
+    def correct_belief(tenant: Tenant, user_id: str, body: BeliefIn) -> Belief:
         """Set a belief as the user states it (source human): effective at once, audited, and later
         automatic extraction does not override it."""
         change = rt.beliefs.correct(tenant, user_id, body.relation, body.object, body.confidence, body.operator_id)
@@ -148,7 +163,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         return next(b for b in rt.beliefs.profile(tenant, user_id) if b.rel_id == change.rel_id)
 
     @app.delete("/v1/users/{user_id}/beliefs/{rel_id}", tags=["semantic memory"])
-    def delete_belief(user_id: str, rel_id: str, operator_id: str = "user") -> dict:
+    def delete_belief(tenant: Tenant, user_id: str, rel_id: str, operator_id: str = "user") -> dict:
         """Delete a belief (source human): out of recall at once, kept with its evidence for audit."""
         change = rt.beliefs.delete(tenant, user_id, rel_id, operator_id)
         if change is None:
@@ -157,24 +172,24 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         return {"deleted": rel_id}
 
     @app.get("/v1/users/{user_id}/reviews", response_model=list[Review], tags=["semantic memory"])
-    def reviews(user_id: str) -> list[Review]:
+    def reviews(tenant: Tenant, user_id: str) -> list[Review]:
         """Contradictions waiting for a human: both claims are kept until one is chosen."""
         return rt.beliefs.reviews.list_open(tenant, user_id)
 
     @app.post("/v1/users/{user_id}/reviews/{review_id}/resolve", response_model=list[Belief],
               tags=["semantic memory"])
-    def resolve(user_id: str, review_id: str, body: ResolveIn) -> list[Belief]:
+    def resolve(tenant: Tenant, user_id: str, review_id: str, body: ResolveIn) -> list[Belief]:
         """Keep the claims that are true (confirmed, source human) and delete the rest."""
         changes = rt.beliefs.resolve(tenant, user_id, review_id, body.keep, body.operator_id)
         rt.audit.write([graph_write_record(c, operator_id=body.operator_id) for c in changes])
         return rt.beliefs.profile(tenant, user_id)
 
     @app.get("/v1/users/{user_id}/consent", response_model=Policy, tags=["privacy"])
-    def get_consent(user_id: str) -> Policy:
+    def get_consent(tenant: Tenant, user_id: str) -> Policy:
         return rt.policies.get(tenant, user_id)
 
     @app.put("/v1/users/{user_id}/consent", response_model=Policy, tags=["privacy"])
-    def put_consent(user_id: str, body: ConsentIn) -> Policy:
+    def put_consent(tenant: Tenant, user_id: str, body: ConsentIn) -> Policy:
         """Opt in to (or out of) long-term memory. Until the user opts in only working memory is kept;
         opting out stops new long-term writes and hides long-term memory from recall. Audited."""
         policy = rt.policies.set_consent(tenant, user_id, body.long_term, body.operator_id)
@@ -184,7 +199,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         return policy
 
     @app.put("/v1/users/{user_id}/child", response_model=Policy, tags=["privacy"])
-    def put_child(user_id: str, body: ChildIn) -> Policy:
+    def put_child(tenant: Tenant, user_id: str, body: ChildIn) -> Policy:
         """Child mode (under 13): no graph writes, episodic events without content, working memory
         encrypted at rest. Also switched on when a user declares an age under 13."""
         policy = rt.policies.set_child(tenant, user_id, body.child, body.operator_id)
@@ -193,13 +208,13 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         return policy
 
     @app.delete("/v1/users/{user_id}", response_model=Receipt, tags=["privacy"])
-    def erase(user_id: str, operator_id: str = "user") -> Receipt:
+    def erase(tenant: Tenant, user_id: str, operator_id: str = "user") -> Receipt:
         """Erase the user from every layer now; queued work for them is dropped; a sweeper re-checks
         within 24 h. The receipt lists what was removed where."""
         return erase_user(rt, tenant, user_id, operator_id)
 
     @app.delete("/v1/users/{user_id}/events", tags=["privacy"])
-    def delete_events(user_id: str, event_type: EventType, operator_id: str = "user") -> dict:
+    def delete_events(tenant: Tenant, user_id: str, event_type: EventType, operator_id: str = "user") -> dict:
         """Delete every stored event of one type (e.g. all small talk)."""
         removed = 0
         while batch := rt.episodic_store.dump(tenant, user_id, types={event_type},
@@ -211,7 +226,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         return {"deleted": removed, "event_type": event_type.value}
 
     @app.post("/v1/feedback", response_model=FeedbackResult, tags=["feedback"])
-    def post_feedback(body: FeedbackIn) -> FeedbackResult:
+    def post_feedback(tenant: Tenant, body: FeedbackIn) -> FeedbackResult:
         """Was a recalled event or belief useful? Moves its retrieval weight; feeds the interference rate."""
         result, change = feedback.give(rt, tenant, body)
         if change is not None:
@@ -219,13 +234,18 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         return result
 
     @app.get("/v1/metrics/product", response_model=Metrics, tags=["ops"])
-    def product_metrics() -> Metrics:
+    def product_metrics(tenant: Tenant) -> Metrics:
         """Session depth, cross-session retention, task success rate, memory interference rate."""
         return feedback.metrics(rt, tenant)
 
     @app.get("/v1/jobs/{job_id}", response_model=JobStatus, tags=["write"])
-    def get_job(job_id: str) -> JobStatus:
-        return rt.jobs.get(job_id)
+    def get_job(tenant: Tenant, job_id: str) -> JobStatus:
+        status = rt.jobs.get(job_id)
+        if status.tenant != tenant:  # job ids are global: another tenant's answers 404, and is audited
+            rt.audit.write([record(tenant, "-", "access.denied", f"denied:{tenant}:{job_id}:{time.time()}",
+                                   tenant, "api", resource="job", owner_tenant_hash=user_hash(status.tenant, "-"))])
+            raise NotFound(f"no job {job_id!r} (unknown, or older than the job TTL)")
+        return status
 
     @app.get("/healthz", response_model=Health, tags=["ops"])
     def healthz() -> JSONResponse:

@@ -21,8 +21,10 @@ class MnemeAPIError(Exception):
 
 
 class MnemeClient:
-    def __init__(self, base_url: str = "http://127.0.0.1:8080", timeout: float = 30.0) -> None:
-        self._http = httpx.Client(base_url=base_url, timeout=timeout)
+    def __init__(self, base_url: str = "http://127.0.0.1:8080", timeout: float = 30.0,
+                 api_key: str | None = None) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+        self._http = httpx.Client(base_url=base_url, timeout=timeout, headers=headers)
 
     def __enter__(self) -> MnemeClient:
         return self

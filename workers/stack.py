@@ -7,6 +7,7 @@ the Celery workers (one for the pipeline queues, one batching embeddings), beat 
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -48,6 +49,7 @@ class Stack:
         self.logs.mkdir(parents=True, exist_ok=True)
         self.env = {**os.environ, "MNEME_DATA_DIR": str(self.data_dir), "PYTHONUNBUFFERED": "1",
                     "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", **self.env}
+        self.env.setdefault("FLOWER_BASIC_AUTH", f"mneme:{secrets.token_urlsafe(9)}")
         self.redis_port = 0
         self.embedded_redis = not self.env.get("MNEME_REDIS_URL")
 
@@ -187,7 +189,8 @@ def main() -> None:
         print(f"""
 Mneme is running (data in {stack.data_dir}, logs in {stack.logs})
   API      {stack.api_url}          OpenAPI: {stack.api_url}/docs
-  Flower   http://127.0.0.1:{stack.flower_port}
+  Flower   http://127.0.0.1:{stack.flower_port}   (user:password {stack.env['FLOWER_BASIC_AUTH']})
+  Mode     single-tenant development (MNEME_AUTH_REQUIRED=false): no API key needed
   Redis    {stack.env['MNEME_REDIS_URL']}
 
 Try (long-term memory is off until the user opts in):

@@ -1,0 +1,128 @@
+"""Dead letters: a task that failed for good (a permanent error, or its retries used up) is kept here with
+its payload and error, so nothing is dropped silently; an operator inspects, replays or drops it
+(``mneme dead …``).
+
+Layout (``memory.keys``): ``DEAD_LETTERS`` is a list of JSON entries, newest first; ``DEAD_LETTERS_BY_ID``
+is a companion hash task id → the exact same JSON string. Each change is one Lua step touching both.
+
+Why a companion hash and not ``LPOS``: ``LPOS`` matches whole elements, and a redelivered failure of the
+same task carries another ``failed_at`` and traceback, so finding "this task id" with it would mean
+fetching and decoding every entry — on the failure path, which runs hottest during an outage. The hash
+makes ``push`` idempotent per task id in O(1) and atomically (a check-and-set inside the script), gives
+``get`` by id in O(1), and hands ``remove`` the exact element for ``LREM``. The price is each entry stored
+twice, bounded by the cap: past ``CAP`` entries the oldest fall off the list and the hash together.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import time
+import traceback as tb
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import redis
+from pydantic import BaseModel
+
+from memory import keys
+from memory.errors import InvalidInput, NotFound, TransientError
+from memory.working import REDIS_ERRORS
+
+CAP = 100_000
+TRACEBACK_LINES = 20
+
+_PUSH = """
+if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 0 then return 0 end
+redis.call('LPUSH', KEYS[1], ARGV[2])
+local cap = tonumber(ARGV[3])
+while redis.call('LLEN', KEYS[1]) > cap do
+  local oldest = redis.call('RPOP', KEYS[1])
+  local ok, entry = pcall(cjson.decode, oldest)
+  if ok and type(entry) == 'table' and entry['id'] then redis.call('HDEL', KEYS[2], entry['id']) end
+end
+return 1
+"""
+
+_REMOVE = """
+local entry = redis.call('HGET', KEYS[2], ARGV[1])
+if not entry then return 0 end
+redis.call('LREM', KEYS[1], 1, entry)
+redis.call('HDEL', KEYS[2], ARGV[1])
+return 1
+"""
+
+
+class DeadLetter(BaseModel):
+    id: str  # the Celery task id: a redelivered failure of the same task is the same dead letter
+    task: str
+    queue: str | None = None
+    args: builtins.list[Any] = []
+    kwargs: dict[str, Any] = {}
+    error_type: str
+    error_message: str
+    traceback: str = ""  # the last TRACEBACK_LINES lines
+    retries: int = 0
+    failed_at: float
+    job_id: str | None = None
+
+
+def push(client: redis.Redis, *, task_id: str, task: str, queue: str | None, args: Sequence[Any] = (),
+         kwargs: Mapping[str, Any] | None = None, error: BaseException, traceback: str | None = None,
+         retries: int = 0, job_id: str | None = None, cap: int = CAP) -> bool:
+    """Keep a failed task with its payload and error; False if this task id is already kept."""
+    if traceback is None:
+        traceback = "".join(tb.format_exception(error))
+    letter = DeadLetter(
+        id=task_id, task=task, queue=queue, args=builtins.list(args), kwargs=dict(kwargs or {}),
+        error_type=type(error).__name__, error_message=str(error)[:2000],
+        traceback="\n".join(traceback.rstrip("\n").splitlines()[-TRACEBACK_LINES:]), retries=retries,
+        failed_at=time.time(), job_id=job_id,
+    )
+    script = client.register_script(_PUSH)
+    return bool(_call(script, keys=[keys.DEAD_LETTERS, keys.DEAD_LETTERS_BY_ID],
+                      args=[task_id, letter.model_dump_json(), cap]))
+
+
+def list(client: redis.Redis, limit: int = 50, offset: int = 0) -> builtins.list[DeadLetter]:
+    """Newest first."""
+    if limit <= 0:
+        return []
+    raw = _call(client.lrange, keys.DEAD_LETTERS, offset, offset + limit - 1)
+    return [DeadLetter.model_validate_json(r) for r in raw]
+
+
+def get(client: redis.Redis, letter_id: str) -> DeadLetter:
+    raw = _call(client.hget, keys.DEAD_LETTERS_BY_ID, letter_id)
+    if raw is None:
+        raise NotFound(f"no dead letter {letter_id!r} (replayed, dropped, or never failed)")
+    return DeadLetter.model_validate_json(raw)
+
+
+def remove(client: redis.Redis, letter_id: str) -> bool:
+    """Drop one dead letter; False if there was none."""
+    script = client.register_script(_REMOVE)
+    return bool(_call(script, keys=[keys.DEAD_LETTERS, keys.DEAD_LETTERS_BY_ID], args=[letter_id]))
+
+
+def count(client: redis.Redis) -> int:
+    return int(_call(client.llen, keys.DEAD_LETTERS))
+
+
+def replay(client: redis.Redis, letter_id: str, send: Callable[[str, dict[str, Any]], object]) -> DeadLetter:
+    """Send the stored task again with its keyword arguments, then drop the dead letter — only after the
+    send went through, so a failed send keeps it. The re-sent task gets a new task id: if it fails again
+    it becomes a new dead letter instead of colliding with this one while it is being removed."""
+    letter = get(client, letter_id)
+    if letter.args:
+        raise InvalidInput(f"dead letter {letter_id!r} has positional arguments; Mneme tasks take keywords only")
+    send(letter.task, letter.kwargs)
+    remove(client, letter_id)
+    return letter
+
+
+def _call(fn, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except REDIS_ERRORS as exc:
+        raise TransientError(f"dead-letter store unavailable: {exc}") from exc

@@ -1,0 +1,147 @@
+"""The MCP server end to end: the official MCP client spawns `python -m workers.mcp_server` over stdio,
+and every tool call goes through the server to the real API and workers of the test stack."""
+
+import json
+import sys
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio.to_thread
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from workers.client import MnemeClient
+from workers.stack import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def anyio_backend():
+    return "asyncio"
+
+
+@asynccontextmanager
+async def mcp_session(api_url: str, log: Path):
+    """An initialised MCP client session with the server running as a subprocess over stdio."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "workers.mcp_server"], cwd=ROOT,
+                                   env={"MNEME_API_URL": api_url})
+    with log.open("a", encoding="utf-8") as errlog:
+        try:
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+        except BaseException:
+            errlog.flush()
+            print(log.read_text(encoding="utf-8"), file=sys.stderr)  # the server's stderr, for the failure report
+            raise
+
+
+async def call(session: ClientSession, tool: str, **arguments) -> dict:
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, f"{tool} failed: {result.content}"
+    assert json.loads(result.content[0].text) == result.structured_content  # the model reads the same JSON
+    return result.structured_content
+
+
+async def call_error(session: ClientSession, tool: str, **arguments) -> str:
+    result = await session.call_tool(tool, arguments)
+    assert result.is_error, f"{tool} should have failed: {result.structured_content}"
+    return result.content[0].text
+
+
+async def test_lists_four_tools_with_schemas(stack, tmp_path):
+    async with mcp_session(stack.api_url, tmp_path / "mcp.log") as session:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+    assert set(tools) == {"remember", "recall", "profile", "forget"}
+    required = {"remember": {"user_id", "session_id", "content"}, "recall": {"user_id", "query"},
+                "profile": {"user_id"}, "forget": {"user_id"}}
+    for name, tool in tools.items():
+        schema = tool.input_schema
+        assert schema["type"] == "object" and set(schema["required"]) == required[name]
+        assert tool.output_schema and tool.output_schema["type"] == "object"
+        assert any("\u4e00" <= ch <= "\u9fff" for ch in tool.description), f"{name}: no Chinese guidance"
+        assert "Use it" in tool.description, f"{name}: no guidance for when to use it"
+    assert set(tools["remember"].input_schema["properties"]) == {
+        "user_id", "session_id", "content", "role", "message_id", "device_id"}
+    assert tools["remember"].input_schema["properties"]["role"]["enum"] == ["user", "assistant"]
+    assert set(tools["recall"].input_schema["properties"]) == {"user_id", "query", "session_id", "k"}
+    assert tools["forget"].input_schema["properties"]["confirm"] == {
+        "type": "boolean", "default": False, "title": "Confirm",
+        "description": tools["forget"].input_schema["properties"]["confirm"]["description"]}
+    assert tools["forget"].annotations.destructive_hint and tools["recall"].annotations.read_only_hint
+
+
+async def test_remember_recall_profile_forget(stack, uid, tmp_path):
+    user, session_id = f"u{uid}", f"s{uid}"
+    async with mcp_session(stack.api_url, tmp_path / "mcp.log") as session:
+        zh = await call(session, "remember", user_id=user, session_id=session_id, content="我今年16岁，上高一")
+        en = await call(session, "remember", user_id=user, session_id=session_id, message_id="m-en",
+                        content="I love chemistry", device_id="laptop")
+        reply = await call(session, "remember", user_id=user, session_id=session_id, role="assistant",
+                           content="好的，我记住了。Chemistry it is!")
+        assert len(zh["message_id"]) == 32 and en["message_id"] == "m-en"  # a fresh uuid4 hex unless given
+        assert [r["version"] for r in (zh, en, reply)] == [1, 2, 3] and not zh["duplicate"] and zh["in_window"]
+        retry = await call(session, "remember", user_id=user, session_id=session_id, message_id="m-en",
+                           content="I love chemistry", device_id="laptop")
+        assert retry["duplicate"] and retry["job_id"] == en["job_id"]
+
+        def wait() -> list:
+            with MnemeClient(stack.api_url) as client:
+                return client.wait([zh["job_id"], en["job_id"], reply["job_id"]])
+
+        assert {job.state for job in await anyio.to_thread.run_sync(wait)} == {"done"}
+
+        recalled = await call(session, "recall", user_id=user, query="我几岁？", session_id=session_id)
+        facts = {(f["relation"], f["object"]): f for f in recalled["facts"]}
+        assert {("age", "16"), ("likes", "chemistry")} <= set(facts)
+        age = facts[("age", "16")]
+        assert 0.1 <= age["confidence"] <= 1 and age["why"] and age["message_ids"] == [zh["message_id"]]
+        assert recalled["events"][0]["type"] == "age_declaration"
+        assert recalled["events"][0]["message_ids"] == [zh["message_id"]] and recalled["events"][0]["summary"]
+        assert all(e["score"] > 0 for e in recalled["events"])
+        assert [m["message_id"] for m in recalled["working"]] == [zh["message_id"], "m-en", reply["message_id"]]
+        assert recalled["working"][0]["content"] == "我今年16岁，上高一" and recalled["degraded"] == {}
+
+        english = await call(session, "recall", user_id=user, query="What subject do I like?", k=2)
+        assert ("likes", "chemistry") in {(f["relation"], f["object"]) for f in english["facts"]}
+        assert english["working"] == [] and len(english["events"]) <= 2
+
+        prof = await call(session, "profile", user_id=user)
+        beliefs = {(b["relation"], b["object"]): b for b in prof["beliefs"]}
+        assert {("age", "16"), ("likes", "chemistry")} <= set(beliefs) and prof["user_id"] == user
+        assert beliefs[("likes", "chemistry")]["source"] == "rule"
+        assert beliefs[("likes", "chemistry")]["message_ids"] == ["m-en"]
+        assert "m-en" in beliefs[("likes", "chemistry")]["explanation"]
+        assert 0.1 <= beliefs[("age", "16")]["confidence"] <= 1
+
+        for refused in ({}, {"confirm": False}):
+            message = await call_error(session, "forget", user_id=user, **refused)
+            assert "Refused" in message and "confirm=true" in message and "Nothing was erased" in message
+        assert len((await call(session, "profile", user_id=user))["beliefs"]) == len(prof["beliefs"])
+
+        receipt = await call(session, "forget", user_id=user, confirm=True)
+        assert receipt["complete"] and user not in json.dumps(receipt)  # the receipt names only a hash
+        assert receipt["removed"]["graph_relations"] >= 2 and receipt["removed"]["episodic_events"] >= 2
+        assert set(receipt["remaining"].values()) <= {0}
+
+        assert (await call(session, "profile", user_id=user))["beliefs"] == []
+        after = await call(session, "recall", user_id=user, query="我几岁？", session_id=session_id)
+        assert after["facts"] == [] and after["events"] == [] and after["working"] == []
+
+
+async def test_errors_reach_the_agent_as_tool_errors(stack, uid, tmp_path):
+    async with mcp_session(stack.api_url, tmp_path / "mcp.log") as session:
+        # the input schema refuses an id the API would refuse, before any HTTP call
+        message = await call_error(session, "recall", user_id="../admin", query="x")
+        assert "user_id" in message
+        # the API's own error body is passed on (content empty after cleaning → 400)
+        message = await call_error(session, "remember", user_id=f"u{uid}", session_id=f"s{uid}", content="\u200b")
+        assert "400" in message
+    dead = f"http://127.0.0.1:{free_port()}"
+    async with mcp_session(dead, tmp_path / "mcp-dead.log") as session:
+        message = await call_error(session, "profile", user_id=f"u{uid}")
+        assert "unreachable" in message and dead in message

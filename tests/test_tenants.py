@@ -1,0 +1,82 @@
+"""Tenants and API keys on a stack that requires them: every read and write is scoped by the key's
+tenant, another tenant's ids answer 404 (and are audited), keys are stored hashed and rate-limited."""
+
+import json
+
+import httpx
+import pytest
+
+from memory import keys
+from memory.runtime import Runtime
+from memory.tenants import create_key, list_keys, revoke_key
+from workers.client import MnemeClient
+from workers.stack import Stack, free_port
+
+
+@pytest.fixture(scope="module")
+def tstack(tmp_path_factory):
+    s = Stack(tmp_path_factory.mktemp("tenants"), api_port=free_port(), beat=False, flower=False,
+              env={"MNEME_REDIS_URL": "", "MNEME_AUTH_REQUIRED": "true", "MNEME_CONSENT_REQUIRED": "false"})
+    s.start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def trt(tstack) -> Runtime:
+    return Runtime(tstack.settings)
+
+
+def client_for(tstack, trt, tenant, rate_limit=600):
+    key_id, secret = create_key(trt.redis, tenant, name=f"{tenant} agent", rate_limit=rate_limit)
+    return MnemeClient(tstack.api_url, api_key=secret), key_id, secret
+
+
+def test_calls_without_a_valid_key_are_refused(tstack):
+    r = httpx.post(f"{tstack.api_url}/v1/recall", json={"user_id": "u", "query": "x"})
+    assert r.status_code == 401 and "Authorization: Bearer" in r.json()["message"]
+    r = httpx.post(f"{tstack.api_url}/v1/recall", json={"user_id": "u", "query": "x"},
+                   headers={"Authorization": "Bearer mn_nope_nope"})
+    assert r.status_code == 401 and "unknown or revoked" in r.json()["message"]
+    assert httpx.get(f"{tstack.api_url}/healthz").status_code == 200  # health needs no key
+
+
+def test_tenants_never_see_each_other(tstack, trt, uid):
+    a, _, _ = client_for(tstack, trt, f"school-a-{uid}")
+    b, _, secret_b = client_for(tstack, trt, f"school-b-{uid}")
+    with a, b:
+        job = a.remember(user_id="student1", session_id=f"s-{uid}", message_id="m1", role="user",
+                         content="我今年15岁，我喜欢化学").job_id
+        a.wait([job])
+        assert {f.object for f in a.recall(user_id="student1", query="化学").facts} == {"15", "化学"}
+        assert b.recall(user_id="student1", query="化学").facts == []  # same user id, other tenant: nothing
+        for call in (lambda: b.messages(f"s-{uid}"), lambda: b.job(job)):
+            with pytest.raises(Exception) as err:
+                call()
+            assert err.value.status == 404
+        # the same session id in another tenant is another session
+        b.remember(user_id="someone", session_id=f"s-{uid}", message_id="m1", role="user", content="hi")
+        assert [m.content for m in a.messages(f"s-{uid}").messages] == ["我今年15岁，我喜欢化学"]
+    audit = [json.loads(line) for line in (tstack.data_dir / "audit.jsonl").read_text().splitlines()]
+    assert any(r["action"] == "access.denied" and r["tenant"] == f"school-b-{uid}" for r in audit)
+    assert secret_b not in json.dumps(trt.redis.hgetall(keys.API_KEYS))  # stored hashed
+    assert all(secret_b not in h for h in trt.redis.hkeys(keys.API_KEY_HASHES))
+
+
+def test_each_key_has_a_rate_limit(tstack, trt, uid):
+    c, _, _ = client_for(tstack, trt, f"tiny-{uid}", rate_limit=3)
+    with c:
+        statuses = [httpx.post(f"{tstack.api_url}/v1/recall", json={"user_id": "u", "query": "x"},
+                               headers=c._http.headers).status_code for _ in range(5)]
+    assert statuses[:3] == [200, 200, 200] and statuses[3:] == [429, 429]
+
+
+def test_a_revoked_key_stops_working_at_once(tstack, trt, uid):
+    c, key_id, _ = client_for(tstack, trt, f"gone-{uid}")
+    with c:
+        assert c.recall(user_id="u", query="x").events == []
+        assert key_id in {k.key_id for k in list_keys(trt.redis)}
+        revoke_key(trt.redis, key_id)
+        with pytest.raises(Exception) as err:
+            c.recall(user_id="u", query="x")
+        assert err.value.status == 401

@@ -1,0 +1,263 @@
+"""Mneme as an MCP server: four tools an agent calls to remember, recall, inspect and erase a user's memory.
+
+Thin by design: every tool is one call to the HTTP API through `workers.client.MnemeClient`, reshaped into
+a compact JSON result; all memory logic stays behind the API. Configuration:
+
+- ``MNEME_API_URL``: the Mneme API (default http://127.0.0.1:8080);
+- ``MNEME_API_KEY``: optional, sent as ``Authorization: Bearer <key>``.
+
+Run ``python -m workers.mcp_server`` (stdio, for MCP clients that spawn the server) or
+``python -m workers.mcp_server --http --port 8765`` (streamable HTTP at ``/mcp``).
+
+Note: this module uses the official ``mcp`` SDK 2.x, where ``FastMCP`` is named ``MCPServer``
+(``mcp.server.mcpserver``); the decorator API is the same.
+"""
+
+import argparse
+import logging
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Literal
+
+import httpx
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+from typing_extensions import TypedDict  # pydantic needs typing_extensions' TypedDict before Python 3.12
+
+from workers.client import MnemeAPIError, MnemeClient
+from workers.schemas import Id, Profile
+
+DEFAULT_API_URL = "http://127.0.0.1:8080"
+
+INSTRUCTIONS = """\
+Mneme is the long-term memory of your conversations with a user (Chinese, English or both).
+Call `remember` for every message of the conversation (the user's and your own replies), verbatim.
+Call `recall` before answering whenever the answer may depend on something said earlier
+(我几岁 / 上次那个方案 / what did you suggest last time) and use the facts and events it returns.
+Call `profile` for an overview of what is known about the user. Call `forget` only when the user asks
+to delete everything remembered about them, and only with confirm=true after they confirmed.
+Memory is written asynchronously: a fact remembered now shows up in recall a few seconds later."""
+
+mcp = MCPServer("mneme", instructions=INSTRUCTIONS)
+
+UserId = Annotated[Id, Field(description="The user's stable id (the same on every device and session).")]
+
+
+@contextmanager
+def _api() -> Iterator[MnemeClient]:
+    """A client for one tool call; API errors become tool errors the agent can read."""
+    url = os.environ.get("MNEME_API_URL") or DEFAULT_API_URL
+    try:
+        with MnemeClient(url, api_key=os.environ.get("MNEME_API_KEY") or None) as client:
+            yield client
+    except MnemeAPIError as exc:
+        raise ToolError(f"Mneme API error {exc.status} {exc.error}: {exc.message}") from exc
+    except httpx.HTTPError as exc:
+        raise ToolError(f"Mneme API at {url} unreachable: {exc}") from exc
+
+
+def _r(x: float) -> float:
+    return round(x, 3)
+
+
+# ---- results -------------------------------------------------------------------------------------------------------
+
+class Remembered(TypedDict):
+    job_id: str
+    version: int
+    message_id: str
+    duplicate: bool
+    in_window: bool
+
+
+class RecalledFact(TypedDict):
+    relation: str
+    object: str
+    confidence: float
+    source: str
+    why: str
+    message_ids: list[str]
+
+
+class RecalledEvent(TypedDict):
+    type: str
+    summary: str
+    score: float
+    role: str
+    session_id: str
+    message_ids: list[str]
+
+
+class WindowMessage(TypedDict):
+    message_id: str
+    role: str
+    content: str
+    client_ts: float
+
+
+class Recalled(TypedDict):
+    facts: list[RecalledFact]
+    events: list[RecalledEvent]
+    working: list[WindowMessage]
+    degraded: dict[str, str]
+
+
+class ProfileBelief(TypedDict):
+    relation: str
+    object: str
+    confidence: float
+    source: str
+    explanation: str
+    message_ids: list[str]
+
+
+class UserProfile(TypedDict):
+    user_id: str
+    beliefs: list[ProfileBelief]
+    open_reviews: int
+
+
+class ErasureReceipt(TypedDict):
+    user: str
+    erased_at: float
+    removed: dict[str, int]
+    remaining: dict[str, int]
+    complete: bool
+
+
+# ---- tools ---------------------------------------------------------------------------------------------------------
+
+@mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
+          structured_output=True)
+def remember(
+    user_id: UserId,
+    session_id: Annotated[Id, Field(examples=["s_1"], description="The conversation's id; keep it for the whole conversation.")],
+    content: Annotated[str, Field(min_length=1, description="The message text, verbatim, in its own language.")],
+    role: Annotated[Literal["user", "assistant"], Field(description="Who wrote it.")] = "user",
+    message_id: Annotated[Id | None, Field(description="Your id for the message; resending the same id is a "
+                                                       "harmless retry. Default: a new random id.")] = None,
+    device_id: Annotated[Id | None, Field(description="The device the user writes from (phone, laptop…).")] = None,
+) -> Remembered:
+    """Store one conversation message in the user's memory. 记住对话中的一条消息。
+
+    Use it for EVERY message of the conversation, as it happens: each user message (role "user") and each of
+    your own replies (role "assistant"), in whatever language it was written — Chinese, English or mixed.
+    Send the text verbatim; do not translate or summarise (Mneme extracts age, name, grade, likes/dislikes,
+    confusions, goals, plans itself, e.g. "我今年16岁，上高一" or "I love physics animations").
+    每条用户消息和你自己的回复都要调用，原文照发，不要翻译或总结。
+
+    Returns at once with a job id: long-term memory is written in the background and is visible to `recall`
+    and `profile` a few seconds later; the message is in the session's working window immediately.
+    """
+    with _api() as api:
+        accepted = api.remember(user_id=user_id, session_id=session_id, message_id=message_id or uuid.uuid4().hex,
+                                role=role, content=content, device_id=device_id)
+    return Remembered(job_id=accepted.job_id, version=accepted.version, message_id=accepted.message_id,
+                      duplicate=accepted.duplicate, in_window=accepted.in_window)
+
+
+@mcp.tool(annotations=ToolAnnotations(read_only_hint=True), structured_output=True)
+def recall(
+    user_id: UserId,
+    query: Annotated[str, Field(min_length=1, max_length=2000,
+                                description="What you need to know, in the user's words and language.")],
+    session_id: Annotated[Id | None, Field(description="The current conversation: also returns its recent "
+                                                       "messages (the working window).")] = None,
+    k: Annotated[int, Field(ge=1, le=50, description="How many past events to return.")] = 5,
+) -> Recalled:
+    """Look up what the user told you before, across sessions and devices. 回忆用户以前说过的内容。
+
+    Use it BEFORE answering whenever the answer may depend on earlier conversations: the user's age, name,
+    grade or school, what they like or dislike, how they prefer answers, what they find confusing, what
+    plan or example you gave last time. Typical questions: "我几岁？", "我上几年级？", "上次那个方案是什么？",
+    "你上次说的那个变量名叫什么", "How old am I?", "What did you suggest last time?". Ask in the user's own
+    words; Chinese and English memories are found with either language.
+    回答依赖以前对话的问题前先调用（年龄、年级、喜好、易混概念、上次给的方案等），中英文都能查到。
+
+    Returns `facts` (beliefs about the user with effective confidence 0.1–1 and why they were chosen),
+    `events` (past messages as typed summaries with a relevance score and the message ids they came from),
+    `working` (the session's recent messages, when session_id is given) and `degraded` (memory layers that
+    could not answer, e.g. the user has not consented to long-term memory). Prefer high-confidence facts.
+    """
+    with _api() as api:
+        result = api.recall(user_id=user_id, query=query, k=k, session_id=session_id)
+    return Recalled(
+        facts=[RecalledFact(relation=str(f.relation), object=f.object, confidence=_r(f.confidence),
+                            source=str(f.source), why=f.why, message_ids=f.message_ids) for f in result.facts],
+        events=[RecalledEvent(type=str(e.event_type), summary=e.summary, score=_r(e.score), role=str(e.role),
+                              session_id=e.session_id, message_ids=e.message_ids) for e in result.events],
+        working=[WindowMessage(message_id=m.message_id, role=str(m.role), content=m.content, client_ts=m.client_ts)
+                 for m in result.working],
+        degraded=result.degraded,
+    )
+
+
+@mcp.tool(annotations=ToolAnnotations(read_only_hint=True), structured_output=True)
+def profile(user_id: UserId) -> UserProfile:
+    """Everything Mneme currently believes about the user, with why. 查看对用户的全部认识及其依据。
+
+    Use it at the start of a conversation to personalise your answers, or when the user asks what you know
+    or remember about them ("你记得我什么？", "你知道我多少岁吗", "What do you know about me?"). Each belief
+    (age, name, grade, school, likes, dislikes, learning style, response preference, mastery, learning
+    obstacle, emotion, goal) has its effective confidence (decayed to now, 0.1–1), its source (rule, llm,
+    human, counter_evidence), the message ids it came from and a step-by-step explanation of the confidence.
+    `open_reviews` counts contradictions waiting for a human. For a specific question prefer `recall`.
+    """
+    with _api() as api:
+        body = Profile.model_validate(api._call("GET", f"/v1/users/{user_id}/profile"))
+    return UserProfile(
+        user_id=body.user_id,
+        beliefs=[ProfileBelief(relation=str(b.relation), object=b.object, confidence=_r(b.confidence),
+                               source=str(b.source), explanation=b.why, message_ids=b.message_ids)
+                 for b in body.beliefs],
+        open_reviews=len(body.open_reviews),
+    )
+
+
+@mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True),
+          structured_output=True)
+def forget(
+    user_id: UserId,
+    confirm: Annotated[bool, Field(description="Must be true, and only after the user confirmed. "
+                                               "Anything else refuses and erases nothing.")] = False,
+) -> ErasureReceipt:
+    """Erase EVERYTHING remembered about the user, irreversibly. 永久删除关于该用户的全部记忆。
+
+    Use it only when the user explicitly asks to be forgotten or to delete their data ("忘掉我", "删除我的所有
+    记录", "别再记住我了", "Forget everything about me", "Delete my data"). First tell them it cannot be undone
+    and ask for confirmation; call with confirm=true only after they said yes. Without confirm=true the call
+    is refused and nothing is erased. 只有用户明确要求删除时才调用；先向用户确认，确认后再传 confirm=true。
+
+    Erases working memory, episodic events, beliefs, archive, reviews, devices and the user's key. Returns
+    the erasure receipt (hashed user id, what was removed where, what remains: all zero when complete).
+    To correct a single wrong belief, do not use this.
+    """
+    if confirm is not True:
+        raise ToolError("Refused: forget erases all of the user's memory irreversibly. Ask the user to confirm, "
+                        "then call forget again with confirm=true. Nothing was erased. "
+                        "已拒绝：删除不可撤销，请先征得用户确认，再以 confirm=true 调用。")
+    with _api() as api:
+        receipt = api._call("DELETE", f"/v1/users/{user_id}")
+    return ErasureReceipt(user=receipt["user"], erased_at=receipt["erased_at"], removed=receipt["removed"],
+                          remaining=receipt["remaining"], complete=receipt["complete"])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m workers.mcp_server", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp instead of stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    args = parser.parse_args(argv)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per API call is noise on stderr
+    if args.http:
+        mcp.run("streamable-http", host=args.host, port=args.port)
+    else:
+        mcp.run()
+
+
+if __name__ == "__main__":
+    main()
