@@ -16,7 +16,6 @@ twice, bounded by the cap: past ``CAP`` entries the oldest fall off the list and
 from __future__ import annotations
 
 import builtins
-import json
 import time
 import traceback as tb
 from collections.abc import Callable, Mapping, Sequence
@@ -61,7 +60,7 @@ class DeadLetter(BaseModel):
     kwargs: dict[str, Any] = {}
     error_type: str
     error_message: str
-    traceback: str = ""  # the last TRACEBACK_LINES lines
+    traceback: str = ""  # the innermost frames and the error's first line: TRACEBACK_LINES lines at most
     retries: int = 0
     failed_at: float
     job_id: str | None = None
@@ -71,13 +70,10 @@ def push(client: redis.Redis, *, task_id: str, task: str, queue: str | None, arg
          kwargs: Mapping[str, Any] | None = None, error: BaseException, traceback: str | None = None,
          retries: int = 0, job_id: str | None = None, cap: int = CAP) -> bool:
     """Keep a failed task with its payload and error; False if this task id is already kept."""
-    if traceback is None:
-        traceback = "".join(tb.format_exception(error))
     letter = DeadLetter(
         id=task_id, task=task, queue=queue, args=builtins.list(args), kwargs=dict(kwargs or {}),
         error_type=type(error).__name__, error_message=str(error)[:2000],
-        traceback="\n".join(traceback.rstrip("\n").splitlines()[-TRACEBACK_LINES:]), retries=retries,
-        failed_at=time.time(), job_id=job_id,
+        traceback=_last_frames(error, traceback), retries=retries, failed_at=time.time(), job_id=job_id,
     )
     script = client.register_script(_PUSH)
     return bool(_call(script, keys=[keys.DEAD_LETTERS, keys.DEAD_LETTERS_BY_ID],
@@ -119,6 +115,16 @@ def replay(client: redis.Redis, letter_id: str, send: Callable[[str, dict[str, A
     send(letter.task, letter.kwargs)
     remove(client, letter_id)
     return letter
+
+
+def _last_frames(error: BaseException, fallback: str | None) -> str:
+    """The innermost frames and the error's first line. The frames come from the exception itself when it
+    has them: a long message (a validation error lists every field) would push them out of a plain tail;
+    the message is kept whole in ``error_message`` anyway."""
+    if error.__traceback__ is not None:
+        lines = "".join(tb.format_tb(error.__traceback__)).splitlines()[-(TRACEBACK_LINES - 1):]
+        return "\n".join([*lines, tb.format_exception_only(error)[0].splitlines()[0]])
+    return "\n".join((fallback or "").rstrip("\n").splitlines()[-TRACEBACK_LINES:])
 
 
 def _call(fn, *args, **kwargs):

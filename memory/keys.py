@@ -29,8 +29,8 @@ expects a single Redis (or a primary with replicas), not Redis Cluster.
 | mneme:apikey-hashes                   | hash | sha256(secret) → key id                 | none (6)       |
 | mneme:ratelimit:{key_id}:{minute}     | str  | requests by one key in one minute       | 120 s          |
 | mneme:metrics:{tenant}:failed:{session} | str | marks a session counted as failed      | session TTL    |
-| mneme:dead-letters                    | list | failed tasks (JSON entries), newest first | none; capped at 100,000 entries (7) |
-| mneme:dead-letters:by-id              | hash | task id → its dead-letter entry         | none; trimmed with the list (7) |
+| mneme:dead-letters                    | list | failed tasks as JSON, newest first      | none (7)       |
+| mneme:dead-letters:by-id              | hash | task id → its dead-letter entry         | none (7)       |
 
 (1) a member leaves when its job is done or failed; the redrive task drops members whose job expired.
 (2) a handful of counters (one field per failure reason), kept for operators and metrics.
@@ -39,8 +39,8 @@ expects a single Redis (or a primary with replicas), not Redis Cluster.
 (6) API keys live until revoked (``mneme keys revoke``).
 (5) the erasure sweeper removes a user from ``erasing`` once verified after 24 h, and tombstones once
     older than the job TTL (no queued write can be older than that).
-(7) kept until an operator replays or drops them (``mneme dead replay|drop``); past the cap the
-    oldest fall off (``memory.deadletters``).
+(7) kept until an operator replays or drops them (``mneme dead replay|drop``); capped at 100,000
+    entries, past which the oldest fall off list and hash together (``memory.deadletters``).
 """
 
 from __future__ import annotations

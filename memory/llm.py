@@ -24,7 +24,7 @@ import httpx
 import redis
 from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
-from memory import ids, keys
+from memory import ids, keys, telemetry
 from memory.errors import ConfigurationError, TransientError
 from memory.models import Event, EventType, Extraction, Fact, FactSource, Message, Relation, Role
 from memory.settings import Settings
@@ -152,6 +152,7 @@ class LLMExtractor:
             total = len("".join(m["content"] for m in prompt) + content) // 2
         with self.redis.pipeline(transaction=True) as pipe:
             pipe.incrby(budget_key, total).expire(budget_key, TOKENS_TTL_S).execute()
+        telemetry.LLM_TOKENS.labels(message.tenant).inc(total)
         fenced = _FENCE.match(content)
         try:
             data: Any = json.loads(fenced.group(1) if fenced else content)

@@ -15,6 +15,7 @@ from collections.abc import Collection
 
 from pydantic import BaseModel, Field
 
+from memory import telemetry
 from memory.errors import MnemeError, NotFound
 from memory.models import EventType, FactSource, Relation, Role
 from memory.runtime import Runtime
@@ -88,6 +89,7 @@ def infer_types(query: str) -> frozenset[EventType]:
     return frozenset(found)
 
 
+@telemetry.RECALL_SECONDS.time()
 def recall(rt: Runtime, tenant: str, user_id: str, query: str, k: int = 5, session_id: str | None = None,
            event_types: Collection[EventType] | None = None, include_text: bool = False) -> RecallResult:
     started = time.perf_counter()

@@ -14,7 +14,7 @@ from importlib import resources
 import redis
 from pydantic import BaseModel
 
-from memory import keys
+from memory import keys, telemetry
 from memory.crypto import SEALED_TEXT, open_text, seal_text
 from memory.errors import Conflict, NotFound, TransientError
 from memory.models import Message, Role
@@ -75,8 +75,9 @@ class WorkingMemory:
         job_key = keys.job(job_id) if job_id else keys.job("-")
         sessions = keys.user_sessions(tenant, user_id) if user_id else keys.user_sessions(tenant, "-")
         try:
-            return self._script(keys=[*k.all(), job_key, keys.PENDING, sessions, keys.metrics(tenant)],
-                                args=list(args))
+            with telemetry.observe_working(str(args[0])):  # args[0] is the op: append, read, rollback, get
+                return self._script(keys=[*k.all(), job_key, keys.PENDING, sessions, keys.metrics(tenant)],
+                                    args=list(args))
         except REDIS_ERRORS as exc:
             raise TransientError(f"working memory unavailable: {exc}") from exc
 

@@ -2,14 +2,21 @@
 and every tool call goes through the server to the real API and workers of the test stack."""
 
 import json
+import os
+import socket
+import subprocess
 import sys
+import threading
+import time
 from contextlib import asynccontextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import anyio.to_thread
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 from workers.client import MnemeClient
 from workers.stack import free_port
@@ -25,10 +32,10 @@ def anyio_backend():
 
 
 @asynccontextmanager
-async def mcp_session(api_url: str, log: Path):
+async def mcp_session(api_url: str, log: Path, **env: str):
     """An initialised MCP client session with the server running as a subprocess over stdio."""
     params = StdioServerParameters(command=sys.executable, args=["-m", "workers.mcp_server"], cwd=ROOT,
-                                   env={"MNEME_API_URL": api_url})
+                                   env={"MNEME_API_URL": api_url, **env})
     with log.open("a", encoding="utf-8") as errlog:
         try:
             async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
@@ -138,10 +145,70 @@ async def test_errors_reach_the_agent_as_tool_errors(stack, uid, tmp_path):
         # the input schema refuses an id the API would refuse, before any HTTP call
         message = await call_error(session, "recall", user_id="../admin", query="x")
         assert "user_id" in message
-        # the API's own error body is passed on (content empty after cleaning → 400)
-        message = await call_error(session, "remember", user_id=f"u{uid}", session_id=f"s{uid}", content="\u200b")
-        assert "400" in message
+        # the API's own error is passed on: a message_id reused with other content is a 409
+        sent = dict(user_id=f"u{uid}", session_id=f"s{uid}", message_id="m1")
+        await call(session, "remember", content="first", **sent)
+        message = await call_error(session, "remember", content="second", **sent)
+        assert "Mneme API error 409 conflict" in message and "message_id" in message
     dead = f"http://127.0.0.1:{free_port()}"
     async with mcp_session(dead, tmp_path / "mcp-dead.log") as session:
         message = await call_error(session, "profile", user_id=f"u{uid}")
         assert "unreachable" in message and dead in message
+
+
+async def test_api_key_is_sent_as_bearer_token(tmp_path):
+    seen: list[str | None] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # a stand-in for the API that records the Authorization header
+            seen.append(self.headers.get("Authorization"))
+            body = json.dumps({"user_id": "u1", "beliefs": [], "open_reviews": []}).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    api = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=api.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{api.server_address[1]}"
+        async with mcp_session(url, tmp_path / "mcp.log", MNEME_API_KEY="s3cret") as session:
+            assert await call(session, "profile", user_id="u1") == {"user_id": "u1", "beliefs": [], "open_reviews": 0}
+    finally:
+        api.shutdown()
+        api.server_close()
+        thread.join()
+    assert seen == ["Bearer s3cret"]
+
+
+async def test_streamable_http_transport(stack, uid, tmp_path):
+    port = free_port()
+    with (tmp_path / "mcp-http.log").open("w") as log:
+        server = subprocess.Popen([sys.executable, "-m", "workers.mcp_server", "--http", "--port", str(port)],
+                                  cwd=ROOT, env={"PATH": os.environ.get("PATH", ""), "MNEME_API_URL": stack.api_url},
+                                  stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 15
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                    break
+                except OSError:
+                    assert server.poll() is None and time.monotonic() < deadline, "MCP HTTP server did not start"
+                    await anyio.sleep(0.1)
+            async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write), \
+                    ClientSession(read, write) as session:
+                await session.initialize()
+                assert {t.name for t in (await session.list_tools()).tools} == {
+                    "remember", "recall", "profile", "forget"}
+                accepted = await call(session, "remember", user_id=f"u{uid}", session_id=f"s{uid}", content="hi")
+                assert accepted["version"] == 1
+                assert (await call(session, "profile", user_id=f"u{uid}"))["beliefs"] == []
+        finally:
+            server.terminate()
+            server.wait(timeout=10)

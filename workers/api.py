@@ -30,6 +30,7 @@ from memory.recall import RecallResult, recall
 from memory.reviews import Review
 from memory.runtime import Runtime, get_runtime
 from memory.tenants import authenticate
+from memory.text import clean
 from memory.working import RolledBack, SessionView
 from workers.celery_app import create_celery
 from workers.schemas import (
@@ -103,7 +104,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         limit = rt.settings.content_max_chars
         if len(body.content) > limit:
             raise InvalidInput(f"content has {len(body.content)} characters; the limit is {limit}: split it")
-        if not body.content.strip():
+        if not clean(body.content):
             raise InvalidInput("content is empty after cleaning: send some text")
         job_id = ids.job_id(tenant, body.session_id, body.message_id)
         if body.device_id:

@@ -55,7 +55,7 @@ def celery_config(settings: Settings) -> dict:
 
 
 def create_celery(settings: Settings) -> Celery:
-    app = Celery("mneme", include=["tasks.pipeline", "tasks.maintenance"])
+    app = Celery("mneme", include=["tasks.pipeline", "tasks.maintenance", "tasks.signals"])
     app.conf.update(celery_config(settings))
     return app
 

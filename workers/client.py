@@ -7,11 +7,12 @@ from datetime import datetime
 
 import httpx
 
+from memory.erasure import Receipt
 from memory.jobs import JobStatus
 from memory.models import EventType, Role
 from memory.recall import RecallResult
 from memory.working import RolledBack, SessionView
-from workers.schemas import FullMessage, Health, MessageAccepted
+from workers.schemas import FullMessage, Health, MessageAccepted, Profile
 
 
 class MnemeAPIError(Exception):
@@ -73,6 +74,14 @@ class MnemeClient:
         """Opt the user in to (or out of) long-term memory."""
         return self._call("PUT", f"/v1/users/{user_id}/consent",
                           json={"long_term": long_term, "operator_id": operator_id})
+
+    def profile(self, user_id: str, include_inactive: bool = False) -> Profile:
+        return Profile.model_validate(self._call("GET", f"/v1/users/{user_id}/profile",
+                                                 params={"include_inactive": include_inactive}))
+
+    def erase(self, user_id: str, operator_id: str = "user") -> Receipt:
+        """Erase the user from every layer; returns the receipt."""
+        return Receipt.model_validate(self._call("DELETE", f"/v1/users/{user_id}", params={"operator_id": operator_id}))
 
     def job(self, job_id: str) -> JobStatus:
         return JobStatus.model_validate(self._call("GET", f"/v1/jobs/{job_id}"))

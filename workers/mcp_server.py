@@ -29,7 +29,7 @@ from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs typing_extensions' TypedDict before Python 3.12
 
 from workers.client import MnemeAPIError, MnemeClient
-from workers.schemas import Id, Profile
+from workers.schemas import Id
 
 DEFAULT_API_URL = "http://127.0.0.1:8080"
 
@@ -135,7 +135,8 @@ class ErasureReceipt(TypedDict):
           structured_output=True)
 def remember(
     user_id: UserId,
-    session_id: Annotated[Id, Field(examples=["s_1"], description="The conversation's id; keep it for the whole conversation.")],
+    session_id: Annotated[Id, Field(examples=["s_1"],
+                                    description="The conversation's id; keep it for the whole conversation.")],
     content: Annotated[str, Field(min_length=1, description="The message text, verbatim, in its own language.")],
     role: Annotated[Literal["user", "assistant"], Field(description="Who wrote it.")] = "user",
     message_id: Annotated[Id | None, Field(description="Your id for the message; resending the same id is a "
@@ -208,7 +209,7 @@ def profile(user_id: UserId) -> UserProfile:
     `open_reviews` counts contradictions waiting for a human. For a specific question prefer `recall`.
     """
     with _api() as api:
-        body = Profile.model_validate(api._call("GET", f"/v1/users/{user_id}/profile"))
+        body = api.profile(user_id)
     return UserProfile(
         user_id=body.user_id,
         beliefs=[ProfileBelief(relation=str(b.relation), object=b.object, confidence=_r(b.confidence),
@@ -241,7 +242,7 @@ def forget(
                         "then call forget again with confirm=true. Nothing was erased. "
                         "已拒绝：删除不可撤销，请先征得用户确认，再以 confirm=true 调用。")
     with _api() as api:
-        receipt = api._call("DELETE", f"/v1/users/{user_id}")
+        receipt = api.erase(user_id).model_dump()
     return ErasureReceipt(user=receipt["user"], erased_at=receipt["erased_at"], removed=receipt["removed"],
                           remaining=receipt["remaining"], complete=receipt["complete"])
 

@@ -48,7 +48,14 @@ class Stack:
         self.logs = self.data_dir / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
         self.env = {**os.environ, "MNEME_DATA_DIR": str(self.data_dir), "PYTHONUNBUFFERED": "1",
-                    "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", **self.env}
+                    "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
+                    "PROMETHEUS_MULTIPROC_DIR": str(self.data_dir / "metrics"), **self.env}
+        # prometheus_client multiprocess mode (memory.telemetry): every process writes its metrics there and
+        # the API's /metrics sums them; a previous run's files are stale totals, so each stack starts empty
+        metrics_dir = Path(self.env["PROMETHEUS_MULTIPROC_DIR"])
+        metrics_dir.mkdir(parents=True, exist_ok=True)
+        for stale in metrics_dir.glob("*.db"):
+            stale.unlink()
         self.env.setdefault("FLOWER_BASIC_AUTH", f"mneme:{secrets.token_urlsafe(9)}")
         self.redis_port = 0
         self.embedded_redis = not self.env.get("MNEME_REDIS_URL")

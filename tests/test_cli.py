@@ -1,0 +1,310 @@
+"""The ops CLI (``mneme``) against the real stack: status, dead letters, erasure, audit, maintenance, export,
+API keys. Commands run through typer's CliRunner with the stack's environment, and once as a real process."""
+
+import fcntl
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import redis
+from typer.testing import CliRunner
+
+from memory import deadletters, ids
+from memory.audit import record
+from memory.errors import NotFound, TransientError
+from memory.models import Role
+from workers.celery_app import create_celery
+from workers.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+BACKENDS = ("redis", "episodic", "graph", "audit", "archive")
+
+
+@pytest.fixture(scope="module")
+def celery(stack):
+    c = create_celery(stack.settings)
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="module")
+def cli(stack):
+    """Run ``mneme ARGS`` in process with the stack's settings; a fresh Settings is read per invocation."""
+    runner = CliRunner(env={**{k: v for k, v in stack.env.items() if k.startswith("MNEME_")}, "COLUMNS": "200"})
+
+    def invoke(*args: str):
+        return runner.invoke(app, list(args), catch_exceptions=False)
+
+    return invoke
+
+
+def wait_for(check, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if found := check():
+            return found
+        time.sleep(0.1)
+    raise TimeoutError("condition not met")
+
+
+def letter_or_none(client, letter_id):
+    try:
+        return deadletters.get(client, letter_id)
+    except NotFound:
+        return None
+
+
+def accepted_job(runtime) -> str:
+    """A job record as the API writes it, so a task failing on it has a job to mark failed."""
+    job_id = str(uuid.uuid4())
+    runtime.redis.hset(f"mneme:job:{job_id}", mapping={
+        "state": "accepted", "accepted_at": time.time(),
+        "payload": json.dumps({"tenant": "default", "user_id": "u", "session_id": "s", "message_id": "x",
+                               "role": "user", "content": "x", "client_ts": 1.0})})
+    return job_id
+
+
+@pytest.fixture(scope="module")
+def remembered(stack):
+    """Two users with long-term memory, so maintenance has users to page through."""
+    from workers.client import MnemeClient
+
+    uid = uuid.uuid4().hex[:10]
+    with MnemeClient(stack.api_url) as c:
+        jobs = [c.remember(user_id=f"m{uid}-{i}", session_id=f"ms{uid}-{i}", message_id="m1", role="user",
+                           content="你好！我喜欢用动画学物理").job_id for i in range(2)]
+        assert all(j.state == "done" for j in c.wait(jobs))
+
+
+# --- status ---------------------------------------------------------------------------------------
+
+def test_status_shows_backends_queues_and_both_workers(cli):
+    result = cli("status")
+    assert result.exit_code == 0, result.output
+    for backend in BACKENDS:
+        assert re.search(rf"\b{backend}\W+ok\b", result.stdout), result.stdout
+    assert "pipeline@" in result.stdout and "embed@" in result.stdout
+    assert "extract" in result.stdout and "pending jobs:" in result.stdout and "dead letters:" in result.stdout
+
+
+def test_status_as_a_real_process(stack):
+    proc = subprocess.run([sys.executable, "-m", "workers.cli", "status"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env={**stack.env, "COLUMNS": "200"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "pipeline@" in proc.stdout and "embed@" in proc.stdout
+    assert re.search(r"\bredis\W+ok\b", proc.stdout)
+
+
+# --- dead letters ---------------------------------------------------------------------------------
+
+def test_a_poison_task_lands_in_dead_letters_and_replays_into_them_again(runtime, celery, cli):
+    job_id = accepted_job(runtime)
+    kwargs = {"job_id": job_id, "message": {"role": "robot"}}
+    sent = celery.send_task("memory.extract", kwargs=kwargs)
+    letter = wait_for(lambda: letter_or_none(runtime.redis, sent.id))
+    assert (letter.task, letter.queue, letter.job_id, letter.kwargs) == ("memory.extract", "extract", job_id, kwargs)
+    assert letter.error_type == "ValidationError" and "role" in letter.error_message
+    assert "File " in letter.traceback and "ValidationError" in letter.traceback.splitlines()[-1]
+    assert len(letter.traceback.splitlines()) <= 20
+    job = wait_for(lambda: (j := runtime.jobs.get(job_id)).state == "failed" and j)
+    assert "extract" in job.error and "validation" in job.error.lower()
+
+    listed = cli("dead", "list", "--json", "--limit", "100000")
+    assert listed.exit_code == 0 and sent.id in [json.loads(line)["id"] for line in listed.stdout.splitlines()]
+    table = cli("dead", "list")
+    assert table.exit_code == 0 and "dead letters" in table.stdout and "memory.extract" in table.stdout
+    shown = cli("dead", "show", sent.id)
+    assert shown.exit_code == 0 and json.loads(shown.stdout)["kwargs"] == kwargs
+
+    replayed = cli("dead", "replay", sent.id)
+    assert replayed.exit_code == 0, replayed.output
+    assert letter_or_none(runtime.redis, sent.id) is None  # removed once sent
+    again = wait_for(lambda: next((d for d in deadletters.list(runtime.redis, 100_000)
+                                   if d.job_id == job_id and d.id != sent.id), None))
+    assert again.kwargs == kwargs and again.error_type == "ValidationError"  # re-sent, failed again, kept again
+
+    assert cli("dead", "drop", again.id).exit_code == 0
+    assert letter_or_none(runtime.redis, again.id) is None
+    assert cli("dead", "drop", again.id).exit_code == 1
+    missing = cli("dead", "show", again.id)
+    assert missing.exit_code == 1 and "no dead letter" in missing.output
+    assert cli("dead", "replay").exit_code == 2  # neither an ID nor --all
+
+
+def test_a_malformed_embed_request_lands_in_dead_letters(runtime, celery):
+    job_id = accepted_job(runtime)
+    sent = celery.send_task("memory.embed", kwargs={"item": {"job_id": job_id, "bogus": True}})
+    letter = wait_for(lambda: letter_or_none(runtime.redis, sent.id))
+    assert (letter.task, letter.queue, letter.job_id) == ("memory.embed", "embed", job_id)
+    assert letter.kwargs == {"item": {"job_id": job_id, "bogus": True}} and letter.error_type == "ValidationError"
+    job = wait_for(lambda: (j := runtime.jobs.get(job_id)).state == "failed" and j)
+    assert "malformed embed request" in job.error
+    deadletters.remove(runtime.redis, sent.id)
+
+
+def test_replay_all_completes_a_job_whose_failure_cause_is_gone(runtime, client, cli, uid):
+    """A message whose extraction gave up while a backend was down: once it is back, replay completes it."""
+    user, session = f"u{uid}", f"s{uid}"
+    job_id = ids.job_id("default", session, "m1")
+    runtime.working.append(tenant="default", user_id=user, session_id=session, message_id="m1", role=Role.user,
+                           content="我叫小明，我喜欢物理", client_ts=time.time(), job_id=job_id)
+    message = json.loads(runtime.redis.hget(f"mneme:job:{job_id}", "payload"))
+    assert deadletters.push(runtime.redis, task_id=f"gave-up-{uid}", task="memory.extract", queue="extract",
+                            kwargs={"job_id": job_id, "message": message}, retries=8, job_id=job_id,
+                            error=TransientError("graph store unavailable"))
+    result = cli("dead", "replay", "--all")
+    assert result.exit_code == 0, result.output
+    assert "replayed" in result.stdout
+    assert letter_or_none(runtime.redis, f"gave-up-{uid}") is None
+    [job] = client.wait([job_id], timeout=60)
+    assert job.state == "done"
+    assert ("name", "小明") in {(f.relation, f.object) for f in client.recall(user_id=user, query="名字").facts}
+
+
+def test_push_is_idempotent_per_task_id_and_capped(stack):
+    """On a database the stack does not use, so trimming touches no other test's dead letters."""
+    url = stack.env["MNEME_REDIS_URL"].rsplit("/", 1)[0] + "/7"
+    with redis.Redis.from_url(url, decode_responses=True) as r:
+        r.flushdb()
+        for i in range(5):
+            assert deadletters.push(r, task_id=f"t{i}", task="memory.audit", queue="audit",
+                                    kwargs={"records": [i]}, error=ValueError(f"bad {i}"), cap=3)
+        assert not deadletters.push(r, task_id="t4", task="memory.audit", queue="audit", error=ValueError("again"),
+                                    cap=3)
+        assert deadletters.count(r) == 3 and r.hlen("mneme:dead-letters:by-id") == 3
+        assert [d.id for d in deadletters.list(r, 10)] == ["t4", "t3", "t2"]
+        assert [d.id for d in deadletters.list(r, 1, offset=1)] == ["t3"]
+        assert deadletters.get(r, "t4").error_message == "bad 4"  # the first failure is kept
+        with pytest.raises(NotFound):
+            deadletters.get(r, "t0")
+        assert deadletters.remove(r, "t3") and not deadletters.remove(r, "t3")
+        assert [d.id for d in deadletters.list(r, 10)] == ["t4", "t2"]
+        sent = []
+        deadletters.replay(r, "t2", lambda task, kwargs: sent.append((task, kwargs)))
+        assert sent == [("memory.audit", {"records": [2]})] and deadletters.count(r) == 1
+        with pytest.raises(RuntimeError):
+            deadletters.replay(r, "t4", lambda task, kwargs: (_ for _ in ()).throw(RuntimeError("broker down")))
+        assert deadletters.get(r, "t4")  # a failed send keeps the dead letter
+        r.flushdb()
+
+
+# --- erasure and audit ----------------------------------------------------------------------------
+
+def test_erase_needs_yes_and_prints_the_receipt(client, runtime, cli, uid):
+    user, session = f"u{uid}", f"s{uid}"
+    accepted = client.remember(user_id=user, session_id=session, message_id="m1", role="user",
+                               content="我今年17岁，我喜欢物理")
+    client.wait([accepted.job_id])
+    refused = cli("erase", user)
+    assert refused.exit_code == 2 and "--yes" in refused.output
+    assert len(runtime.working.read("default", session).messages) == 1  # nothing happened
+
+    done = cli("erase", user, "--tenant", "default", "--yes")
+    assert done.exit_code == 0, done.output
+    receipt = json.loads(done.stdout)
+    assert receipt["complete"] and not any(receipt["remaining"].values())
+    assert receipt["removed"]["messages"] == 1 and receipt["removed"]["episodic_events"] >= 1
+    assert user not in done.stdout  # the receipt names the hashed user only
+    assert runtime.beliefs.profile("default", user) == []
+
+
+def test_audit_verify_exit_codes(stack, runtime, cli, tmp_path, uid):
+    runtime.audit.write([record("default", f"u{uid}", "test.cli", f"cli:{uid}:{i}", "test", "human")
+                         for i in range(3)])
+    live = Path(stack.settings.audit.removeprefix("file://"))
+    copy = tmp_path / "audit.jsonl"
+    with live.open("rb") as fh:
+        fcntl.flock(fh, fcntl.LOCK_SH)  # writers hold LOCK_EX: the copy has whole records only
+        shutil.copyfile(live, copy)
+    intact = cli("audit", "verify", str(copy))
+    assert intact.exit_code == 0 and intact.stdout.startswith("ok:"), intact.output
+    assert cli("audit", "verify").exit_code == 0  # the configured file
+
+    lines = copy.read_text(encoding="utf-8").splitlines(keepends=True)
+    edited = json.loads(lines[-2])
+    edited["operator_id"] = "mallory"
+    lines[-2] = json.dumps(edited, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
+    copy.write_text("".join(lines), encoding="utf-8")
+    tampered = cli("audit", "verify", str(copy))
+    assert tampered.exit_code == 1 and "TAMPERED" in tampered.stdout and f"line {len(lines) - 1}" in tampered.stdout
+    assert cli("audit", "verify", str(tmp_path / "missing.jsonl")).exit_code == 2
+
+
+# --- maintenance ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("task", "fields"), [
+    ("noise", {"users", "events", "objects"}), ("compact", {"users", "events"}),
+    ("archive", {"users", "events", "objects"}), ("decay", {"scanned", "decayed", "retired"}),
+    ("sweep", {"checked", "completed", "verified"}), ("redrive", {"stale", "resent"}),
+])
+def test_run_dry_run_prints_the_report(cli, remembered, task, fields):
+    result = cli("run", task, "--dry-run")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["task"] == task and report["dry_run"] is True and fields <= set(report)
+    if task in ("noise", "compact", "archive"):
+        assert report["users"] >= 2
+    if task == "redrive":
+        assert report["resent"] == 0
+
+
+def test_run_pages_users_with_limit_and_batch_size(cli, remembered):
+    result = cli("run", "noise", "--dry-run", "--limit", "3", "--batch-size", "1")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["users"] == 3
+    assert cli("run", "shrink").exit_code == 2
+
+
+# --- export ---------------------------------------------------------------------------------------
+
+def test_export_holds_the_users_data_and_no_one_elses(client, cli, tmp_path, uid):
+    a, b = f"alice{uid}", f"bob{uid}"
+    jobs = [client.remember(user_id=a, session_id=f"sa{uid}", message_id="m1", role="user",
+                            content="我今年17岁，我喜欢物理").job_id,
+            client.remember(user_id=a, session_id=f"sa{uid}", message_id="m2", role="user",
+                            content="I love chemistry").job_id,
+            client.remember(user_id=b, session_id=f"sb{uid}", message_id="m1", role="user",
+                            content="My secret word is pineapple42 and I love chemistry").job_id]
+    assert all(j.state == "done" for j in client.wait(jobs))
+
+    out = tmp_path / "export.json"
+    result = cli("export", a, "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert out.stat().st_mode & 0o777 == 0o600
+    text = out.read_text(encoding="utf-8")
+    doc = json.loads(text)
+    assert doc["user_id"] == a and doc["policy"]["user_id"] == a
+    messages = [m["content"] for s in doc["sessions"] for m in s["messages"]]
+    assert messages == ["我今年17岁，我喜欢物理", "I love chemistry"]
+    events = {e["text"]: e for e in doc["events"]}
+    assert events["我今年17岁，我喜欢物理"]["message_ids"] == ["m1"] and events["I love chemistry"]["summary"]
+    assert all(e["readable"] and e["keywords"] for e in doc["events"])
+    beliefs = {(f["relation"], f["object"]) for f in doc["beliefs"]}
+    assert {("age", "17"), ("likes", "chemistry")} <= beliefs
+    assert all(f["why"] for f in doc["beliefs"])
+    assert "pineapple42" not in text and b not in text
+
+    printed = cli("export", b, "--tenant", "default")
+    assert printed.exit_code == 0
+    assert "pineapple42" in printed.stdout and "我今年17岁" not in printed.stdout
+    assert json.loads(printed.stdout)["user_id"] == b
+
+
+# --- API keys -------------------------------------------------------------------------------------
+
+def test_keys_create_list_revoke(cli, uid):
+    created = cli("keys", "create", "--tenant", f"t{uid}", "--name", "ci", "--rate-limit", "5")
+    assert created.exit_code == 0, created.output
+    key_id = re.search(r"key id: (\S+)", created.stdout).group(1)
+    assert re.search(rf"secret: mn_{key_id}_\S+", created.stdout)
+    listed = cli("keys", "list")
+    assert key_id in listed.stdout and f"t{uid}" in listed.stdout and "mn_" not in listed.stdout
+    assert cli("keys", "revoke", key_id).exit_code == 0
+    assert key_id not in cli("keys", "list").stdout
+    assert cli("keys", "revoke", key_id).exit_code == 1
