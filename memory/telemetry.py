@@ -98,7 +98,8 @@ class QueueDepthCollector:
     When Redis does not answer, both gauges are left out of the scrape (and a warning logged) rather
     than reported as 0, so an alert on depth cannot mistake an outage for an empty queue."""
 
-    def __init__(self, client: redis.Redis, queue_names: Sequence[str], dead_letters_key: str = DEAD_LETTERS_KEY):
+    def __init__(self, client: redis.Redis, queue_names: Sequence[str],
+                 dead_letters_key: str = DEAD_LETTERS_KEY) -> None:
         self.client, self.queue_names, self.dead_letters_key = client, tuple(queue_names), dead_letters_key
 
     def collect(self) -> Iterable[Metric]:

@@ -33,6 +33,7 @@ from memory.tenants import authenticate
 from memory.text import clean
 from memory.working import RolledBack, SessionView
 from workers.celery_app import create_celery
+from workers.observability import install
 from workers.schemas import (
     BeliefIn,
     ChildIn,
@@ -79,6 +80,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
     app = FastAPI(title="Mneme", version="0.1.0", lifespan=lifespan, responses=ERRORS,
                   description="Memory backend for AI agents: working, episodic and semantic memory.")
     app.state.runtime = rt
+    install(app, rt.redis)  # JSON logs with request ids, request latency, GET /metrics
 
     @app.exception_handler(MnemeError)
     async def mneme_error(request: Request, exc: MnemeError) -> JSONResponse:

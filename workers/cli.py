@@ -176,12 +176,17 @@ def dead_list(ctx: typer.Context, limit: Annotated[int, typer.Option(min=1)] = 2
         for letter in letters:
             typer.echo(letter.model_dump_json())
         return
-    table = Table("id", "task", "job", "error", "retries", "failed at (UTC)",
-                  title=f"dead letters {offset + 1 if letters else 0}–{offset + len(letters)} "
-                        f"of {deadletters.count(ops.runtime.redis)}")
+    table = Table(title=f"dead letters {offset + 1 if letters else 0}–{offset + len(letters)} "
+                        f"of {deadletters.count(ops.runtime.redis)}",
+                  caption="`mneme dead show ID`: payload, whole error, traceback")
+    table.add_column("id", no_wrap=True, min_width=36)  # what `dead show|replay|drop` take: never cut
+    table.add_column("task", no_wrap=True, min_width=14)
+    table.add_column("failed at (UTC)", no_wrap=True, min_width=19)
+    table.add_column("tries", no_wrap=True, min_width=5)
+    table.add_column("error", ratio=1)
     for d in letters:
-        table.add_row(d.id, d.task, d.job_id or "-", f"{d.error_type}: {d.error_message}"[:80], str(d.retries),
-                      _ts(d.failed_at))
+        first_line = (d.error_message.splitlines() or [""])[0]
+        table.add_row(d.id, d.task, _ts(d.failed_at), str(d.retries + 1), f"{d.error_type}: {first_line}")
     ops.out.print(table)
 
 
@@ -392,7 +397,15 @@ def export_user(rt: Runtime, tenant: str, user_id: str) -> dict:
         "beliefs": [b.model_dump(mode="json") for b in rt.beliefs.profile(tenant, user_id, include_inactive=True)],
         "reviews": reviews,
         "devices": sorted(d for d, owner in rt.redis.hgetall(keys.devices(tenant)).items() if owner == user_id),
+        "dead_letters": [d.model_dump(mode="json") for d in _all_letters(rt.redis) if _about(d, tenant, user_id)],
     }
+
+
+def _about(letter: deadletters.DeadLetter, tenant: str, user_id: str) -> bool:
+    """Whether a failed task's payload is this user's: a message (extract, llm), an embed item, graph facts."""
+    kw = letter.kwargs
+    payloads = [kw.get("message"), kw.get("item"), *(kw.get("facts") or [])]
+    return any(isinstance(p, dict) and p.get("tenant") == tenant and p.get("user_id") == user_id for p in payloads)
 
 
 def _sessions(rt: Runtime, tenant: str, user_id: str) -> list[dict]:

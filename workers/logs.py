@@ -34,7 +34,8 @@ task_name: ContextVar[str | None] = ContextVar("mneme_task_name", default=None)
 REQUEST_ID_HEADER = "X-Request-ID"
 #: a client's request id is kept if it looks like an id; anything else is replaced by a fresh uuid4
 _VALID_ID = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
-#: loggers that bring their own handlers: made to propagate to the root's JSON handler instead
+#: loggers that may bring their own handlers: if they have some, they propagate to the root's JSON handler
+#: instead; if they have none they stay as they are (``--no-access-log`` silences ``uvicorn.access`` so)
 _OWN_HANDLERS = ("uvicorn", "uvicorn.error", "uvicorn.access", "celery", "celery.task", "celery.redirected")
 #: attributes every LogRecord has; anything else on a record came from ``extra=``
 _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
@@ -71,8 +72,8 @@ class _JsonHandler(logging.StreamHandler):
 
 def configure_logging(service: str, level: int | str = logging.INFO) -> None:
     """JSON lines on stderr from the root logger for this process; idempotent. Handlers others put on the
-    root (pytest's capture) are kept; uvicorn's and Celery's own handlers are removed so their lines
-    go through the root as JSON, once."""
+    root (pytest's capture) are kept; uvicorn's and Celery's own handlers are removed so their lines go
+    through the root as JSON, once; a logger they silenced (no handler, no propagation) stays silent."""
     root = logging.getLogger()
     for handler in [h for h in root.handlers if isinstance(h, _JsonHandler)]:
         root.removeHandler(handler)
@@ -82,8 +83,9 @@ def configure_logging(service: str, level: int | str = logging.INFO) -> None:
     root.setLevel(level)
     for name in _OWN_HANDLERS:
         logger = logging.getLogger(name)
-        logger.handlers.clear()
-        logger.propagate = True
+        if logger.handlers:
+            logger.handlers.clear()
+            logger.propagate = True
 
 
 def bind_task(task_id_: str | None, task_name_: str | None, request_id_: str | None = None) -> None:
