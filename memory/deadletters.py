@@ -105,6 +105,18 @@ def count(client: redis.Redis) -> int:
     return int(_call(client.llen, keys.DEAD_LETTERS))
 
 
+def of_user(client: redis.Redis, tenant: str, user_id: str) -> builtins.list[DeadLetter]:
+    """Dead letters whose payload is this user's: a message (extract, llm), an embed item, graph facts."""
+    letters = [DeadLetter.model_validate_json(v) for v in _call(client.hvals, keys.DEAD_LETTERS_BY_ID)]
+    return [d for d in letters if _belongs(d, tenant, user_id)]
+
+
+def _belongs(letter: DeadLetter, tenant: str, user_id: str) -> bool:
+    kw = letter.kwargs
+    payloads = [kw.get("message"), kw.get("item"), *(kw.get("facts") or [])]
+    return any(isinstance(p, dict) and p.get("tenant") == tenant and p.get("user_id") == user_id for p in payloads)
+
+
 def replay(client: redis.Redis, letter_id: str, send: Callable[[str, dict[str, Any]], object]) -> DeadLetter:
     """Send the stored task again with its keyword arguments, then drop the dead letter — only after the
     send went through, so a failed send keeps it. The re-sent task gets a new task id: if it fails again

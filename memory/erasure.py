@@ -15,7 +15,7 @@ import time
 
 from pydantic import BaseModel, Field
 
-from memory import ids, keys
+from memory import deadletters, ids, keys
 from memory.audit import record
 from memory.errors import NotFound, TransientError
 from memory.graph import Status
@@ -42,6 +42,8 @@ def erase_user(rt: Runtime, tenant: str, user_id: str, operator_id: str, at: flo
         removed.update(_working_memory(rt, tenant, user_id))
         removed["reviews"] = _reviews(rt, tenant, user_id)
         removed["devices"] = _devices(rt, tenant, user_id)
+        removed["dead_letters"] = sum(deadletters.remove(rt.redis, d.id)
+                                      for d in deadletters.of_user(rt.redis, tenant, user_id))
         rt.redis.delete(keys.user(tenant, user_id))
     except REDIS_ERRORS as exc:
         raise TransientError(f"working memory unavailable during erasure: {exc}") from exc
@@ -73,6 +75,7 @@ def verify(rt: Runtime, tenant: str, user_id: str) -> dict[str, int]:
         "keys": int(rt.keys.get(tenant, user_id, create=False) is not None),
         "reviews": rt.redis.zcard(keys.reviews(tenant, user_id)),
         "devices": sum(1 for owner in rt.redis.hvals(keys.devices(tenant)) if owner == user_id),
+        "dead_letters": len(deadletters.of_user(rt.redis, tenant, user_id)),
     }
 
 

@@ -30,8 +30,8 @@ class EpisodicMemory:
         self._settings = settings
 
     def add(self, events: Sequence[Event], vectors: np.ndarray, texts: Mapping[str, str]) -> AddReport:
-        """Store (or merge) events; ``texts`` maps message id → the cleaned message text."""
-        stored = [self._protect(e, texts.get(e.message_ids[0], "")) for e in events]
+        """Store (or merge) events; ``texts`` maps event id → the cleaned text of its message."""
+        stored = [self._protect(e, texts.get(e.event_id, "")) for e in events]
         return self.store.add(stored, vectors, self._settings.merge_threshold, self._settings.events_cap)
 
     def _protect(self, event: Event, text: str) -> StoredEvent:

@@ -121,7 +121,7 @@ def embed_stage(rt: Runtime, items: Sequence[EmbedItem]) -> list[dict]:
     vectors[[not item.text for item in items]] = 0.0  # child mode: type only
     events = [event for item in items for event in item.events]
     rows = np.stack([vectors[i] for i, item in enumerate(items) for _ in item.events]) if events else vectors
-    texts = {event.message_ids[0]: item.text for item in items for event in item.events}
+    texts = {event.event_id: item.text for item in items for event in item.events}  # event ids are per user
     report = rt.episodic.add(events, rows, texts) if events else AddReport()
     for item in items:
         merged = sum(1 for e in item.events if e.event_id in report.merged)

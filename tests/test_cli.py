@@ -309,9 +309,6 @@ def test_export_holds_the_users_data_and_no_one_elses(client, runtime, cli, tmp_
         deadletters.remove(runtime.redis, f"export-{user}")
 
 
-@pytest.mark.xfail(reason="memory.pipeline.embed_stage maps message_id -> text across the whole embed batch, so "
-                          "two users' messages with the same client message_id in one batch get each other's "
-                          "sealed text; only fails when both land in one batch", strict=False)
 def test_export_never_holds_another_users_text_sharing_a_message_id(client, cli, uid):
     a, _ = remember_two_users(client, uid, bob_message_id="m1")
     exported = cli("export", a)

@@ -75,3 +75,23 @@ def test_inferred_type_puts_plans_first(client, uid):
     result = client.recall(user_id=f"u{uid}", query="上次那个方案是什么", k=3)
     assert result.inferred_types == ["plan"] and result.events[0].event_type == "plan"
     assert result.events[0].why["type_match"] == 1.0
+
+
+def test_one_embed_batch_never_mixes_up_users_sharing_a_message_id(runtime, uid):
+    """Client message ids are only unique per session: two users' "m1" in one batch keep their own text."""
+    from memory import pipeline
+    from memory.extraction import extract
+    from memory.models import Message, Role
+
+    items = []
+    for user, text in [(f"a{uid}", "我喜欢菠萝"), (f"b{uid}", "I like pineapple42")]:
+        message = Message(tenant="default", user_id=user, session_id=f"s-{user}", message_id="m1", role=Role.user,
+                          content=text, client_ts=time.time(), received_at=time.time())
+        runtime.redis.hset(f"mneme:job:j-{user}", mapping={"state": "extracted", "payload": message.model_dump_json(),
+                                                          "accepted_at": time.time()})
+        items.append(pipeline.EmbedItem(job_id=f"j-{user}", text=text, events=extract(message).events,
+                                        tenant="default", user_id=user, received_at=message.received_at))
+    pipeline.embed_stage(runtime, items)
+    for item in items:
+        [stored] = runtime.episodic_store.get("default", item.user_id, [item.events[0].event_id])
+        assert runtime.episodic.reveal(stored).text == item.text

@@ -35,7 +35,7 @@ from memory import deadletters, erasure, keys, maintenance, pipeline, tenants
 from memory.archive import decode, user_prefix
 from memory.audit import eviction_record, verify
 from memory.episodic import StoredEvent
-from memory.errors import MnemeError, NotFound
+from memory.errors import InvalidInput, MnemeError, NotFound
 from memory.runtime import Runtime
 from memory.settings import Settings
 from workers.celery_app import QUEUES, create_celery
@@ -126,7 +126,7 @@ def status(ctx: typer.Context) -> None:
     ops: Ops = ctx.obj
     rt = ops.runtime
     health = rt.health()
-    health.pop("embedder")  # loaded by the embed worker, never by this process: its ping below says more
+    health.pop("embedder", None)  # loaded by the embed worker, never by this process: its ping below says more
     backends = Table("backend", "state", title="backends")
     for name, state in health.items():
         backends.add_row(name, "[green]ok[/green]" if state == "ok" else f"[red]{state}[/red]")
@@ -214,6 +214,7 @@ def dead_replay(ctx: typer.Context, letter_id: Annotated[str | None, typer.Argum
         return
     ids = [d.id for d in _all_letters(redis)][::-1]  # oldest first
     replayed = gone = 0
+    skipped: list[str] = []
     with ops.progress() as progress:
         bar = progress.add_task("replaying", total=len(ids))
         for one in ids:
@@ -222,8 +223,13 @@ def dead_replay(ctx: typer.Context, letter_id: Annotated[str | None, typer.Argum
                 replayed += 1
             except NotFound:  # replayed or dropped by someone else meanwhile
                 gone += 1
+            except InvalidInput:  # not replayable as stored: stays for `dead show` / `dead drop`
+                skipped.append(one)
             progress.advance(bar)
     ops.out.print(f"replayed {replayed} dead letters" + (f" ({gone} were already gone)" if gone else ""))
+    if skipped:
+        ops.err.print(f"not replayable (positional arguments), kept: {', '.join(skipped)}")
+        raise typer.Exit(FAILED)
 
 
 def _all_letters(redis, page: int = 1000) -> list[deadletters.DeadLetter]:
@@ -397,15 +403,8 @@ def export_user(rt: Runtime, tenant: str, user_id: str) -> dict:
         "beliefs": [b.model_dump(mode="json") for b in rt.beliefs.profile(tenant, user_id, include_inactive=True)],
         "reviews": reviews,
         "devices": sorted(d for d, owner in rt.redis.hgetall(keys.devices(tenant)).items() if owner == user_id),
-        "dead_letters": [d.model_dump(mode="json") for d in _all_letters(rt.redis) if _about(d, tenant, user_id)],
+        "dead_letters": [d.model_dump(mode="json") for d in deadletters.of_user(rt.redis, tenant, user_id)],
     }
-
-
-def _about(letter: deadletters.DeadLetter, tenant: str, user_id: str) -> bool:
-    """Whether a failed task's payload is this user's: a message (extract, llm), an embed item, graph facts."""
-    kw = letter.kwargs
-    payloads = [kw.get("message"), kw.get("item"), *(kw.get("facts") or [])]
-    return any(isinstance(p, dict) and p.get("tenant") == tenant and p.get("user_id") == user_id for p in payloads)
 
 
 def _sessions(rt: Runtime, tenant: str, user_id: str) -> list[dict]:
