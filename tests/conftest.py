@@ -8,18 +8,15 @@ import uuid
 import pytest
 
 from memory.runtime import Runtime
+from tests.stacks import running_stack
 from workers.client import MnemeClient
-from workers.stack import Stack, free_port
 
 
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory):
-    s = Stack(tmp_path_factory.mktemp("stack"), api_port=free_port(), beat=False, flower=False,
-              env={"MNEME_REDIS_URL": "", "MNEME_WINDOW_SIZE": "50", "MNEME_VERSIONS_KEPT": "20",
-                   "MNEME_CONSENT_REQUIRED": "false"})
-    s.start()
-    yield s
-    s.stop()
+    with running_stack(tmp_path_factory, "stack", MNEME_WINDOW_SIZE="50", MNEME_VERSIONS_KEPT="20",
+                       MNEME_CONSENT_REQUIRED="false") as s:
+        yield s
 
 
 @pytest.fixture(scope="session")

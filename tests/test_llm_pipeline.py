@@ -7,8 +7,8 @@ import pytest
 from memory.llm import llm_failures
 from memory.runtime import Runtime
 from tests.llm_stub import StubLLM
+from tests.stacks import running_stack
 from workers.client import MnemeClient
-from workers.stack import Stack, free_port
 
 
 @pytest.fixture(scope="module")
@@ -19,12 +19,9 @@ def stub():
 
 @pytest.fixture(scope="module")
 def llm_stack(tmp_path_factory, stub):
-    s = Stack(tmp_path_factory.mktemp("llm-stack"), api_port=free_port(), beat=False, flower=False,
-              env={"MNEME_REDIS_URL": "", "MNEME_LLM_BASE_URL": stub.base_url, "MNEME_LLM_TIMEOUT_S": "1",
-                   "MNEME_CONSENT_REQUIRED": "false"})
-    s.start()
-    yield s
-    s.stop()
+    with running_stack(tmp_path_factory, "llm-stack", MNEME_LLM_BASE_URL=stub.base_url, MNEME_LLM_TIMEOUT_S="1",
+                       MNEME_CONSENT_REQUIRED="false") as s:
+        yield s
 
 
 @pytest.fixture

@@ -12,18 +12,15 @@ import beat_schedule
 from memory import erasure, keys
 from memory.runtime import Runtime
 from memory.settings import Settings
+from tests.stacks import running_stack
 from workers.celery_app import ROUTES, create_celery
 from workers.client import MnemeClient
-from workers.stack import Stack, free_port
 
 
 @pytest.fixture(scope="module")
 def pstack(tmp_path_factory):
-    s = Stack(tmp_path_factory.mktemp("privacy"), api_port=free_port(), beat=False, flower=False,
-              env={"MNEME_REDIS_URL": ""})
-    s.start()
-    yield s
-    s.stop()
+    with running_stack(tmp_path_factory, "privacy") as s:  # the product defaults: consent required
+        yield s
 
 
 @pytest.fixture(scope="module")

@@ -9,17 +9,14 @@ import pytest
 from memory import keys
 from memory.runtime import Runtime
 from memory.tenants import create_key, list_keys, revoke_key
+from tests.stacks import running_stack
 from workers.client import MnemeClient
-from workers.stack import Stack, free_port
 
 
 @pytest.fixture(scope="module")
 def tstack(tmp_path_factory):
-    s = Stack(tmp_path_factory.mktemp("tenants"), api_port=free_port(), beat=False, flower=False,
-              env={"MNEME_REDIS_URL": "", "MNEME_AUTH_REQUIRED": "true", "MNEME_CONSENT_REQUIRED": "false"})
-    s.start()
-    yield s
-    s.stop()
+    with running_stack(tmp_path_factory, "tenants", MNEME_AUTH_REQUIRED="true", MNEME_CONSENT_REQUIRED="false") as s:
+        yield s
 
 
 @pytest.fixture(scope="module")

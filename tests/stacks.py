@@ -1,0 +1,20 @@
+"""One way to run a whole stack in tests: a real embedded Valkey, the API and Celery workers, in a fresh
+data dir on free ports, with the given MNEME_* settings, stopped afterwards."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from workers.stack import Stack, free_port
+
+
+@contextmanager
+def running_stack(tmp_path_factory, name: str, **env: str) -> Iterator[Stack]:
+    stack = Stack(tmp_path_factory.mktemp(name), api_port=free_port(), beat=False, flower=False,
+                  env={"MNEME_REDIS_URL": "", **env})
+    stack.start()
+    try:
+        yield stack
+    finally:
+        stack.stop()
