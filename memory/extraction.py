@@ -170,8 +170,10 @@ _PLAN = _rx(r"第[一二三1-3]步|步骤|首先.{0,40}然后|^\s*1[.、)]|\bste
 
 
 def extract(message: Message) -> Extraction:
-    """All events and facts the rules find in one message; never an empty event list."""
-    text = message.content
+    """All events and facts the rules find in one message; never an empty event list. Rules read the
+    plain text (stored text is HTML-escaped: "R&amp;D" must not end a claim at its ';'), and facts hold
+    plain text too: they are data, escaped by whoever renders them."""
+    text = html.unescape(message.content)
     found: dict[EventType, tuple[list[str], float]] = {}
     facts: list[Fact] = []
     if message.role is Role.user:
@@ -188,7 +190,7 @@ def extract(message: Message) -> Extraction:
                 if relation is not None:
                     facts += [_fact(message, rule.event_type, relation, o, rule.confidence) for o in objects]
         for pattern, concept in MASTERY:
-            if pattern.search(html.unescape(text)):
+            if pattern.search(text):
                 found.setdefault(EventType.statement, ([], 0.6))
                 facts.append(_fact(message, EventType.statement, Relation.mastery, concept, 0.6))
         if _GREETING.match(text):

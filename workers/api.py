@@ -16,6 +16,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memory import feedback, ids
 from memory.audit import graph_write_record, record
@@ -85,6 +86,13 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
     @app.exception_handler(MnemeError)
     async def mneme_error(request: Request, exc: MnemeError) -> JSONResponse:
         return JSONResponse(status_code=exc.status, content={"error": exc.code, "message": exc.message})
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        """Routing and parsing errors (no such route, wrong method, a body that is not JSON) in our shape."""
+        codes = {404: "not_found", 405: "method_not_allowed", 400: "invalid_request"}
+        return JSONResponse(status_code=exc.status_code, headers=getattr(exc, "headers", None), content={
+            "error": codes.get(exc.status_code, "http_error"), "message": str(exc.detail)})
 
     @app.exception_handler(redis.RedisError)
     async def redis_down(request: Request, exc: redis.RedisError) -> JSONResponse:
