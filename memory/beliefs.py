@@ -90,7 +90,12 @@ class Beliefs:
         evidence = Evidence(evidence_id=fact.evidence_id, source=fact.source, confidence=fact.confidence,
                             message_ids=fact.message_ids, device_id=fact.device_id, session_id=fact.session_id,
                             ts=fact.ts)
-        devices = self._devices([rel_id]).get(rel_id, set())
+        rows = self.store.evidence([rel_id])
+        if any(row.evidence_id == fact.evidence_id for row in rows):
+            # a redelivery: the merge is recorded, and so are the counter-evidence and reviews it caused
+            # then — running them again now would hit values that appeared since
+            return [self.store.merge(key, evidence, MergeMode.blend)]
+        devices = _devices_of(rows).get(rel_id, set())
         other_device = bool(fact.device_id and devices and fact.device_id not in devices)
         changes = [self.store.merge(key, evidence, MergeMode.max if other_device else MergeMode.blend)]
         info = spec(fact.relation)
@@ -128,11 +133,7 @@ class Beliefs:
         return self.reviews.open(fact.tenant, fact.user_id, kind, claims, evidence.evidence_id)
 
     def _devices(self, rel_ids: list[str]) -> dict[str, set[str]]:
-        out: dict[str, set[str]] = {}
-        for row in self.store.evidence(rel_ids):
-            if row.device_id and row.source in (FactSource.rule, FactSource.llm, FactSource.human):
-                out.setdefault(row.rel_id, set()).add(row.device_id)
-        return out
+        return _devices_of(self.store.evidence(rel_ids))
 
     # --- the user's word ---------------------------------------------------------------------
     def correct(self, tenant: str, user_id: str, relation: Relation, obj: str, confidence: float,
@@ -230,6 +231,15 @@ class Beliefs:
                         self.store.materialise(rel.rel_id, effective, now, rel.updated_at)
             after = batch[-1].rel_id
         return report
+
+
+def _devices_of(rows: list[EvidenceRow]) -> dict[str, set[str]]:
+    """The devices each relation was claimed from (counter-evidence does not count as a claim)."""
+    out: dict[str, set[str]] = {}
+    for row in rows:
+        if row.device_id and row.source in (FactSource.rule, FactSource.llm, FactSource.human):
+            out.setdefault(row.rel_id, set()).add(row.device_id)
+    return out
 
 
 def _step(row: EvidenceRow) -> str:

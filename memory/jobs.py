@@ -35,7 +35,8 @@ _COMPLETE = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 if redis.call('HSETNX', KEYS[1], 'done:' .. ARGV[1], ARGV[2]) == 0 then return -2 end
 local left = redis.call('HINCRBY', KEYS[1], 'branches', -1)
-if left <= 0 and redis.call('HGET', KEYS[1], 'state') ~= 'failed' then
+local state = redis.call('HGET', KEYS[1], 'state')
+if left <= 0 and state ~= 'failed' and state ~= 'dropped' then
   redis.call('HSET', KEYS[1], 'state', 'done', 'finished_at', ARGV[2])
   redis.call('ZREM', KEYS[2], ARGV[3])
 end

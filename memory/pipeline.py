@@ -144,8 +144,13 @@ def graph_stage(rt: Runtime, job_id: str, facts: Sequence[Fact], received_at: fl
             rt.jobs.complete(job_id, "graph")
             return []
     changes = rt.beliefs.apply(facts)
-    rt.jobs.complete(job_id, "graph")
     return [graph_write_record(change, operator_id="pipeline") for change in changes]
+
+
+def graph_done(rt: Runtime, job_id: str) -> None:
+    """Called once the graph branch's audit records are queued: until then the job is not done, so a
+    redrive re-sends it (the same record ids) if anything after the graph write was lost."""
+    rt.jobs.complete(job_id, "graph")
 
 
 def stale_jobs(rt: Runtime, limit: int) -> list[tuple[str, Message]]:

@@ -130,6 +130,7 @@ def _retry(request, item: pipeline.EmbedItem, exc: Exception) -> None:
 def upsert_graph(job_id: str, facts: list[dict], received_at: float = 0.0) -> int:
     records = pipeline.graph_stage(get_runtime(), job_id, [Fact.model_validate(f) for f in facts], received_at)
     _audit(records)
+    pipeline.graph_done(get_runtime(), job_id)
     return len(records)
 
 

@@ -35,7 +35,10 @@ def celery_config(settings: Settings) -> dict:
     return {
         "broker_url": settings.broker_url,
         "broker_connection_retry_on_startup": True,
-        "broker_transport_options": {"visibility_timeout": settings.visibility_timeout_s},
+        # a killed worker's unacked messages come back after the visibility timeout: sweep for them often
+        "broker_transport_options": {"visibility_timeout": settings.visibility_timeout_s,
+                                     "unacked_restore_interval": min(10, settings.visibility_timeout_s // 2),
+                                     "unacked_restore_throttle": 1},
         "task_serializer": "json",
         "result_serializer": "json",
         "event_serializer": "json",

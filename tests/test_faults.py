@@ -1,0 +1,732 @@
+"""Fault injection: bounded tests that try hard to lose or duplicate something, on a stack of their own
+(embedded Valkey with AOF, real Celery worker processes, the real API, real SQLite files; nothing mocked).
+
+How a killed worker's messages come back (kombu 5.7 Redis transport, as the workers run it):
+
+- A worker takes a message with BRPOP and, before running it, records it in the ``unacked`` hash and
+  the ``unacked_index`` sorted set (score: delivery time). With ``acks_late`` the entry goes at the ack.
+- A SIGKILL of the pool child is noticed by the worker's main process: ``reject_on_worker_lost`` requeues
+  an ordinary task at once. A celery-batches batch (``memory.embed``) is not requeued: the batch's
+  requests stay in ``unacked`` until a sweep.
+- A SIGKILL of the main process (or the whole process group) leaves its messages in ``unacked``. They go
+  back to their queues only when some worker runs ``QoS.restore_visible``, which restores entries older
+  than ``visibility_timeout``. A worker runs it when its consumer starts (``on_poll_init``: the first call
+  always scans) and then from a timer every ``unacked_restore_interval`` (10 s), but only every
+  ``unacked_restore_throttle``-th (10th) call scans: one real sweep per worker every ~100 s.
+  ``workers/celery_app.py`` therefore sets ``unacked_restore_interval`` (≤ half the visibility timeout)
+  and ``unacked_restore_throttle=1``, so a SIGKILLed worker's task comes back soon after
+  ``visibility_timeout``: ``test_a_killed_workers_task_is_redelivered_within_the_visibility_timeout``.
+- BRPOP removes a message from its list before the worker writes it to ``unacked``: a message Redis hands
+  to a worker in the moment it is SIGKILLed (the socket is not closed yet) leaves the broker for good. The
+  kill test loses 0 to 4 messages per 20 kills (messages keep arriving while it kills). For a job's
+  stages ``memory.redrive`` (beat) re-sends the job; an audit message lost after it was queued is not
+  covered yet: ``test_an_audit_message_lost_by_the_broker_is_written_after_all`` (xfail).
+
+The kill test therefore restarts the last killed worker only after ``visibility_timeout`` has passed, as a
+supervisor with a restart back-off would: its start-up sweep returns everything the kills orphaned; then
+it runs ``memory.redrive`` as beat would (beat is off here) for what the broker lost.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from memory import deadletters, ids, keys
+from memory.audit import verify
+from memory.extraction import extract
+from memory.graph import Status
+from memory.models import Fact, Message
+from memory.runtime import Runtime
+from memory.sqlite import sqlite_path
+from workers.celery_app import create_celery
+from workers.client import MnemeClient
+from workers.stack import Stack, free_port
+
+TENANT = "default"
+VISIBILITY_TIMEOUT_S = 10  # the smallest MNEME_VISIBILITY_TIMEOUT_S the settings accept
+REDRIVE_AFTER_S = 10  # memory.redrive re-sends jobs accepted this long ago and not done (beat is off here)
+QUEUES = ("extract", "llm", "embed", "graph", "audit", "maintenance")
+WORKER_QUEUES = {"worker-pipeline": frozenset({"extract", "llm", "graph", "audit", "maintenance"}),
+                 "worker-embed": frozenset({"embed"})}
+WORKERS = tuple(WORKER_QUEUES)
+
+ZH = ["物理", "化学", "生物", "历史", "地理", "编程", "音乐", "美术"]
+EN = ["physics", "chemistry", "biology", "history", "geography", "coding", "music", "drawing"]
+# one message → events of distinct types; facts only in relations that neither hold one value at a time nor
+# contradict each other (likes and dislikes never share an object), with an object unique to the message
+TEMPLATES = (
+    lambda n: ("user", f"我喜欢{ZH[n % 8]}第{n}课"),
+    lambda n: ("user", f"I love {EN[n % 8]} lesson {n}"),
+    lambda n: ("user", f"我不懂{ZH[n % 8]}第{n}题"),
+    lambda n: ("user", f"I don't understand {EN[n % 8]} problem {n}"),
+    lambda n: ("user", f"我想学会{ZH[n % 8]}第{n}章"),
+    lambda n: ("user", f"I want to learn {EN[n % 8]} chapter {n}"),
+    lambda n: ("user", f"我讨厌{ZH[n % 8]}作业{n}"),
+    lambda n: ("user", f"I hate {EN[n % 8]} homework {n}"),
+    lambda n: ("user", f"你好，这是第{n}次练习"),
+    lambda n: ("assistant", f"第一步：复习{ZH[n % 8]}第{n}课，然后做三道练习题。"),
+)
+
+# Holds SQLite locks from a separate process, as a stuck process would, until its stdin closes.
+#   write: BEGIN EXCLUSIVE. In WAL mode that is the write lock only: readers go on; writers wait for the
+#          busy timeout (30 s, memory/sqlite.py) and then fail with "database is locked".
+#   all:   every WAL lock byte of the -shm file (WRITE, CKPT, RECOVER, READ0-4 at offsets 120-127): no
+#          connection can start a read or a write transaction; SQLite retries a WAL read lock ~100 times
+#          (about 10 s, independent of the busy timeout) and then fails with "locking protocol".
+LOCK_HOLDER = r"""
+import fcntl, os, sqlite3, sys, time
+path, mode = sys.argv[1], sys.argv[2]
+if mode == "write":
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    conn.execute("BEGIN EXCLUSIVE")
+else:
+    fd = os.open(path + "-shm", os.O_RDWR)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 8, 120)
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.001)
+print("locked", flush=True)
+sys.stdin.read()
+"""
+
+
+# --- fixtures --------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def fstack(tmp_path_factory) -> Iterator[Stack]:
+    s = Stack(tmp_path_factory.mktemp("faults"), api_port=free_port(), beat=False, flower=False,
+              env={"MNEME_REDIS_URL": "", "MNEME_CONSENT_REQUIRED": "false",
+                   "MNEME_VISIBILITY_TIMEOUT_S": str(VISIBILITY_TIMEOUT_S),
+                   "MNEME_REDRIVE_AFTER_S": str(REDRIVE_AFTER_S)})
+    s.start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def rt(fstack) -> Runtime:
+    return Runtime(fstack.settings)
+
+
+@pytest.fixture(scope="module")
+def celery(fstack):
+    return create_celery(fstack.settings)
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()  # [state, ppid, …]; index 19 is the start time
+    except OSError:
+        return None
+
+
+def children(pid: int) -> list[int]:
+    """Live (not zombie) child processes of ``pid``."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            stat = _stat(int(entry.name))
+            if stat and int(stat[1]) == pid and stat[0] != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+def wait_until(check, timeout: float, what: str, interval: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = check()
+        if result:
+            return result
+        time.sleep(interval)
+    raise TimeoutError(f"{what}: not after {timeout}s")
+
+
+def unacked(rt: Runtime) -> dict[str, tuple[str, str, str]]:
+    """kombu's in-flight messages: delivery tag → (queue, task name, task id)."""
+    out = {}
+    for tag, value in rt.redis.hgetall("unacked").items():
+        raw, _exchange, routing_key = json.loads(value)
+        out[tag] = (routing_key, raw["headers"].get("task"), raw["headers"].get("id"))
+    return out
+
+
+def task_kwargs(raw: dict) -> dict:
+    return json.loads(base64.b64decode(raw["body"]))[1]
+
+
+def queued(rt: Runtime, queue: str) -> list[dict]:
+    return [json.loads(v) for v in rt.redis.lrange(queue, 0, -1)]
+
+
+def drain(rt: Runtime, timeout: float = 60.0) -> None:
+    """Every queue empty and nothing in flight (kombu keeps late-ack messages in 'unacked')."""
+    wait_until(lambda: sum(rt.redis.llen(q) for q in QUEUES) == 0 and rt.redis.hlen("unacked") == 0,
+               timeout, f"queues drained (queued {[rt.redis.llen(q) for q in QUEUES]}, "
+                        f"in flight {rt.redis.hlen('unacked')})")
+
+
+def job_states(rt: Runtime, job_ids: list[str]) -> dict[str, str | None]:
+    pipe = rt.redis.pipeline(transaction=False)
+    for job_id in job_ids:
+        pipe.hget(keys.job(job_id), "state")
+    return dict(zip(job_ids, pipe.execute(), strict=True))
+
+
+def wait_done(rt: Runtime, job_ids: list[str], timeout: float) -> float:
+    """Seconds until every job is done; fails naming the jobs that are not."""
+    started = time.monotonic()
+    deadline = started + timeout
+    while True:
+        states = job_states(rt, job_ids)
+        if all(s in ("done", "failed") for s in states.values()):
+            failed = {j: rt.redis.hget(keys.job(j), "error") for j, s in states.items() if s == "failed"}
+            assert not failed, f"jobs failed: {failed}"
+            return time.monotonic() - started
+        if time.monotonic() > deadline:
+            pending = Counter(s for s in states.values() if s != "done")
+            raise AssertionError(
+                f"{sum(pending.values())} of {len(job_ids)} jobs not done after {timeout}s ({dict(pending)}); "
+                f"queued {dict((q, rt.redis.llen(q)) for q in QUEUES)}, in flight {rt.redis.hlen('unacked')}, "
+                f"kombu restore mutex held: {bool(rt.redis.exists('unacked_mutex'))}")
+        time.sleep(0.1)
+
+
+def log_mark(stack: Stack, name: str) -> int:
+    path = stack.logs / f"{name}.log"
+    return path.stat().st_size if path.exists() else 0
+
+
+def log_since(stack: Stack, name: str, mark: int) -> str:
+    with (stack.logs / f"{name}.log").open("rb") as f:
+        f.seek(mark)
+        return f.read().decode("utf-8", "replace")
+
+
+class Feeder(threading.Thread):
+    """Posts messages with known content round-robin over users (zh + en) until stopped."""
+
+    def __init__(self, api_url: str, users: list[str], interval: float, start_at: int = 0) -> None:
+        super().__init__(daemon=True)
+        self.api_url, self.users, self.interval, self.n = api_url, users, interval, start_at
+        self.sent: list[tuple[str, str]] = []  # (user, job id)
+        self.errors: list[str] = []
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        with MnemeClient(self.api_url, timeout=30) as client:
+            while not self.halt.is_set():
+                user = self.users[self.n % len(self.users)]
+                role, content = TEMPLATES[self.n % len(TEMPLATES)](self.n)
+                try:
+                    accepted = client.remember(user_id=user, session_id=f"{user}-s{self.n % 2}",
+                                               message_id=f"m{self.n}", role=role, content=content)
+                    self.sent.append((user, accepted.job_id))
+                except Exception as exc:  # noqa: BLE001 - a refused message is reported by the test
+                    self.errors.append(repr(exc))
+                self.n += 1
+                self.halt.wait(self.interval)
+
+    def stop(self) -> list[tuple[str, str]]:
+        self.halt.set()
+        self.join(60)
+        return self.sent
+
+
+def post(stack: Stack, user: str, n: int, session: str | None = None) -> str:
+    role, content = TEMPLATES[n % len(TEMPLATES)](n)
+    with MnemeClient(stack.api_url) as client:
+        return client.remember(user_id=user, session_id=session or f"{user}-s", message_id=f"m{n}", role=role,
+                               content=content).job_id
+
+
+def expected(rt: Runtime, job_ids: list[str]) -> tuple[dict[str, str], list[Fact]]:
+    """What the rules make of each accepted message (read back from its job): event id → message id, facts."""
+    events: dict[str, str] = {}
+    facts: list[Fact] = []
+    for job_id in job_ids:
+        message = Message.model_validate_json(rt.redis.hget(keys.job(job_id), "payload"))
+        extraction = extract(message)
+        types = [e.event_type for e in extraction.events]
+        assert len(set(types)) == len(types), f"test content must give distinct event types: {message.content}"
+        events.update((e.event_id, message.message_id) for e in extraction.events)
+        facts += extraction.facts
+    return events, facts
+
+
+def assert_exactly_once(rt: Runtime, stack: Stack, sent: list[tuple[str, str]], audit: bool = True) -> dict[str, int]:
+    """Every job done; every expected event stored once (or merged once into a similar event of the
+    user); every fact's evidence recorded once; the audit chain intact and (``audit``) holding every graph write."""
+    states = job_states(rt, [job_id for _, job_id in sent])
+    assert set(states.values()) == {"done"}, Counter(states.values())
+    episodic_db = sqlite_path(stack.settings.episodic)
+    audited = audited_graph_writes(stack)
+    totals = Counter()
+    by_user: dict[str, list[str]] = {}
+    for user, job_id in sent:
+        by_user.setdefault(user, []).append(job_id)
+    for user, job_ids in by_user.items():
+        want_events, want_facts = expected(rt, job_ids)
+        stored = {e.event_id: e for e, _ in rt.episodic_store.dump(TENANT, user, statuses=("live", "evicted"),
+                                                                     limit=100_000)}
+        with closing(sqlite3.connect(f"file:{episodic_db}?mode=ro", uri=True)) as db:
+            wanted = list(want_events)
+            aliases = dict(db.execute(f"SELECT event_id, canonical_id FROM aliases WHERE event_id IN "
+                                      f"({','.join('?' * len(wanted))})", wanted).fetchall())
+        assert set(stored) | set(aliases) == set(want_events), (
+            f"{user}: lost {sorted(set(want_events) - set(stored) - set(aliases))}, "
+            f"unexpected {sorted(set(stored) - set(want_events))}")
+        assert not set(stored) & set(aliases)
+        assert all(target in stored for target in aliases.values())
+        assert {e.status for e in stored.values()} == {"live"}, "no event may be evicted here"
+        assert rt.episodic_store.live_count(TENANT, user) == len(stored)
+        # a merge adds 1 to its target's count: a second application of any event would show here
+        assert sum(e.count for e in stored.values()) == len(want_events), f"{user}: an event applied twice"
+        assert Counter(m for e in stored.values() for m in e.message_ids) == Counter(want_events.values())
+
+        relations = rt.graph.relations(TENANT, user, statuses=list(Status))
+        evidence = rt.graph.evidence([r.rel_id for r in relations])
+        got = Counter((row.rel_id, row.evidence_id, row.source.value) for row in evidence)
+        want = Counter((ids.relation_id(TENANT, user, f.relation.value, ids.concept_id(TENANT, f.object)),
+                        f.evidence_id, f.source.value) for f in want_facts)
+        assert got == want, f"{user}: graph evidence differs: missing {want - got}, extra {got - want}"
+        claimed = {ids.relation_id(TENANT, user, f.relation.value, ids.concept_id(TENANT, f.object)): f.confidence
+                   for f in want_facts}
+        assert len(relations) == len(claimed)
+        for relation in relations:
+            assert relation.confidence == pytest.approx(claimed[relation.rel_id])
+        totals["messages"] += len(job_ids)
+        totals["events"] += len(want_events)
+        totals["merged"] += len(aliases)
+        totals["facts"] += len(want_facts)
+    totals["audit_records_resent"] = sum(c - 1 for c in audited.values() if c > 1)
+    if audit:
+        missing = missing_audit_records(stack, rt, sent)
+        assert not missing, f"graph writes without an audit record: {missing}"
+    return dict(totals)
+
+
+def audited_graph_writes(stack: Stack) -> Counter:
+    """(rel_id, evidence_id, action) of every graph write in the audit file, after checking its hash chain."""
+    path = Path(stack.settings.audit.removeprefix("file://"))
+    report = verify(path)
+    assert report.ok, report
+    audited = Counter()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        if rec["action"].startswith("graph."):
+            audited[(rec["rel_id"], rec["evidence_id"], rec["action"])] += 1
+    return audited
+
+
+def missing_audit_records(stack: Stack, rt: Runtime, sent: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Graph evidence of these messages' users that has no audit record."""
+    audited = {(r, e) for r, e, _ in audited_graph_writes(stack)}
+    users = {user for user, _ in sent}
+    written = set()
+    for user in users:
+        relations = rt.graph.relations(TENANT, user, statuses=list(Status))
+        written |= {(row.rel_id, row.evidence_id) for row in rt.graph.evidence([r.rel_id for r in relations])}
+    return written - audited
+
+
+@contextmanager
+def holding_lock(db: Path, mode: str) -> Iterator[None]:
+    holder = subprocess.Popen([sys.executable, "-c", LOCK_HOLDER, str(db), mode], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked", f"could not lock {db} ({mode})"
+        yield
+    finally:
+        holder.stdin.close()  # the holder exits; the kernel drops its locks
+        holder.wait(20)
+        holder.stdout.close()
+
+
+def restart_workers(stack: Stack) -> None:
+    for name in WORKERS:
+        stack.stop_one(name)
+    for name in WORKERS:
+        stack.start_one(name)
+    stack.wait_ready(wait_embedder=False)
+
+
+def recall(stack: Stack, user: str, query: str) -> tuple[int, dict, float]:
+    started = time.monotonic()
+    response = httpx.post(stack.api_url + "/v1/recall", json={"user_id": user, "query": query, "k": 5}, timeout=60)
+    return response.status_code, response.json(), time.monotonic() - started
+
+
+# --- 1. kill -9 ------------------------------------------------------------------------------------
+
+# (worker, what is killed): the whole process group, only the pool child (the worker's main process sees
+# it die), only the main process (the pool child is orphaned and exits on its own)
+KILLS = [(w, m) for m in ("group", "child", "main") for w in WORKERS] * 4
+KILLS = KILLS[:19] + [("worker-pipeline", "group")]  # 20; the last one is restarted after the timeout
+
+
+def test_kill_9_twenty_times_loses_and_duplicates_nothing(fstack, rt, celery, uid):
+    stack, rng = fstack, random.Random(7)
+    users = [f"k{uid}-{i}" for i in range(6)]
+    marks = {name: log_mark(stack, name) for name in WORKERS}
+    orphans: list[tuple[int, str]] = []  # pool children left behind by a killed main process
+    kills: list[dict] = []
+    feeder = Feeder(stack.api_url, users, interval=0.08)
+    feeder.start()
+    started = time.monotonic()
+    try:
+        time.sleep(1.5)
+        for i, (name, mode) in enumerate(KILLS):
+            time.sleep(rng.uniform(0.2, 0.8))
+            queues, before = WORKER_QUEUES[name], set(rt.redis.hkeys("unacked"))
+            # kill right after the worker took a new message (a pipeline task runs for milliseconds)
+            try:
+                in_flight = wait_until(lambda q=queues, b=before: {t: v for t, v in unacked(rt).items()
+                                                                   if v[0] in q and t not in b},
+                                       3, "a task in flight", interval=0.002)
+            except TimeoutError:
+                in_flight = {}
+            proc = stack.procs[name]
+            pool = children(proc.pid)
+            assert pool, f"{name} has no pool child"
+            record = {"worker": name, "mode": mode, "in_flight": len(in_flight)}
+            if mode == "child":
+                os.kill(pool[0], signal.SIGKILL)
+                wait_until(lambda p=proc, old=set(pool): set(children(p.pid)) - old, 30, f"{name} new pool child")
+                record["orphaned"] = sum(1 for t in in_flight if rt.redis.hexists("unacked", t))
+            else:
+                if mode == "main":
+                    os.kill(proc.pid, signal.SIGKILL)
+                    orphans += [(pid, stat[19]) for pid in pool if (stat := _stat(pid))]
+                else:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+                record["orphaned"] = sum(1 for t in in_flight if rt.redis.hexists("unacked", t))
+                if i == len(KILLS) - 1:
+                    feeder.stop()  # messages accepted while the worker is down queue up
+                    time.sleep(VISIBILITY_TIMEOUT_S + 1)
+                restarted = time.monotonic()
+                stack.start_one(name)
+                stack.wait_ready(wait_embedder=False)
+                record["restart_s"] = round(time.monotonic() - restarted, 2)
+                if i == len(KILLS) - 1:
+                    last_restart = restarted
+            kills.append(record)
+        killing_s = time.monotonic() - started
+    finally:
+        feeder.stop()
+    assert not feeder.errors, f"the API refused messages: {feeder.errors[:5]}"
+    job_ids = [job_id for _, job_id in feeder.sent]
+
+    # kombu: the last restart's start-up sweep put back what the kills left in 'unacked'; the rest runs
+    drain(rt, timeout=60)
+    kombu_s = time.monotonic() - last_restart
+    lost = sorted(j for j, state in job_states(rt, job_ids).items() if state != "done")
+    # what BRPOP handed to a dying worker is gone from the broker: memory.redrive re-sends those jobs, every
+    # few seconds here as beat would every max(30 s, MNEME_REDRIVE_AFTER_S / 2)
+    redrives = 0
+    deadline = time.monotonic() + 60
+    while any(state != "done" for state in job_states(rt, job_ids).values()):
+        assert time.monotonic() < deadline, f"not done after redrive: {lost}"
+        celery.send_task("memory.redrive", kwargs={"limit": 1000})
+        redrives += 1
+        time.sleep(3)
+    drain(rt)
+    recover_s = time.monotonic() - last_restart
+    for pid, started_at in orphans:  # a main process's orphaned pool child exits by itself; make sure
+        stat = _stat(pid)
+        if stat and stat[19] == started_at:
+            os.kill(pid, signal.SIGKILL)
+    totals = assert_exactly_once(rt, stack, feeder.sent, audit=False)
+    unaudited = missing_audit_records(stack, rt, feeder.sent)
+    received = Counter(re.findall(r"Task (memory\.\w+\[[0-9a-f-]+\]) received",
+                                  log_since(stack, "worker-pipeline", marks["worker-pipeline"])))
+    redelivered = sum(c - 1 for c in received.values() if c > 1)
+    print(f"\nkills={len(kills)} in {killing_s:.1f}s; every queue drained {kombu_s:.1f}s after the last restart "
+          f"began (kombu redelivery, worker start included); jobs lost by the broker and re-sent by "
+          f"memory.redrive: {len(lost)} ({redrives} redrive runs); all done and drained {recover_s:.1f}s after "
+          f"the last restart began; {totals}; "
+          f"pipeline tasks received more than once: {redelivered}; new deliveries in flight at the kills: "
+          f"{sum(k['in_flight'] for k in kills)}, of which left in 'unacked': {sum(k['orphaned'] for k in kills)}; "
+          f"graph writes without an audit record: {len(unaudited)}")
+    for k in kills:
+        print("  ", k)
+    assert len(kills) == 20
+    assert totals["messages"] >= 200
+
+
+# --- 2. poison messages ------------------------------------------------------------------------------
+
+def _prepared_job(rt: Runtime, user: str) -> str:
+    """A job record as the API writes it, for a task sent straight to the broker."""
+    job_id = f"poison-{os.urandom(6).hex()}"
+    rt.redis.hset(keys.job(job_id), mapping={
+        "state": "accepted", "accepted_at": time.time(),
+        "payload": json.dumps({"tenant": TENANT, "user_id": user, "session_id": f"{user}-s", "message_id": job_id,
+                               "role": "user", "content": "x", "client_ts": 1.0})})
+    return job_id
+
+
+def test_poison_messages_go_to_the_dead_letter_queue_and_the_pipeline_keeps_going(fstack, rt, celery, uid):
+    user = f"p{uid}"
+    poisons = {  # task → (kwargs, the error it must be dead-lettered with)
+        "memory.extract": (lambda j: {"job_id": j, "message": {"role": "robot"}}, "validation error"),
+        "memory.upsert_graph": (lambda j: {"job_id": j, "facts": [{"relation": "telepathy"}]}, "validation error"),
+        "memory.embed": (lambda j: {"item": {"job_id": j, "text": "x", "events": "not a list"}}, "validation error"),
+    }
+    good = [post(fstack, user, n) for n in range(3)]
+    sent = {}
+    for task, (kwargs, _) in poisons.items():
+        job_id = _prepared_job(rt, user)
+        sent[task] = (job_id, celery.send_task(task, kwargs=kwargs(job_id)).id)
+    good += [post(fstack, user, n) for n in range(3, 8)]
+    wait_done(rt, good, timeout=60)
+    assert_exactly_once(rt, fstack, [(user, j) for j in good])
+    for task, (job_id, task_id) in sent.items():
+        wait_until(lambda j=job_id: rt.redis.hget(keys.job(j), "state") == "failed", 30, f"{task} job failed")
+        letter = deadletters.get(rt.redis, task_id)
+        assert (letter.task, letter.job_id, letter.retries) == (task, job_id, 0)
+        assert letter.error_type == "ValidationError" and poisons[task][1] in letter.error_message.lower()
+        assert letter.kwargs == poisons[task][0](job_id)
+        assert task_id in {d.id for d in deadletters.list(rt.redis, limit=1000)}
+        stage = task.split(".")[1].replace("upsert_", "")
+        assert rt.redis.hget(keys.job(job_id), "error").startswith(stage)
+    drain(rt)
+
+
+# --- 3. graph / episodic store unavailable ---------------------------------------------------------
+
+def test_a_write_lock_only_delays_writes_and_recall_stays_whole(fstack, rt, uid):
+    """BEGIN EXCLUSIVE on a WAL database blocks writers, not readers: recall answers in full and at once,
+    and a write waiting less than the 30 s busy timeout just completes later."""
+    user = f"w{uid}"
+    warm = [post(fstack, user, n) for n in range(2)]
+    wait_done(rt, warm, timeout=30)
+    with holding_lock(sqlite_path(fstack.settings.graph), "write"):
+        job = post(fstack, user, 2)
+        status, body, took = recall(fstack, user, "物理")
+        assert status == 200 and body["degraded"] == {} and body["facts"] and took < 5
+        time.sleep(3)
+        assert job_states(rt, [job])[job] != "done"  # its graph write waits for the lock
+    wait_done(rt, [job], timeout=30)
+    assert_exactly_once(rt, fstack, [(user, j) for j in [*warm, job]])
+
+
+# The outage must outlast one failed attempt: a blocked SQLite call fails after ~10 s ("locking protocol",
+# see LOCK_HOLDER), so 15 s shows a failure, a retry with back-off, and a retry that lands after the outage.
+# (BEGIN EXCLUSIVE would need > 30 s, the busy timeout, to fail a single write, and does not stop readers.)
+OUTAGE_S = 15
+
+
+@pytest.mark.parametrize("layer", ["graph", "episodic"])
+def test_a_store_outage_retries_loses_nothing_and_recall_says_degraded(fstack, rt, uid, layer):
+    user = f"o{layer[0]}{uid}"
+    db = sqlite_path(fstack.settings.graph if layer == "graph" else fstack.settings.episodic)
+    warm = [post(fstack, user, n, session=f"{user}-s0") for n in range(2)]
+    wait_done(rt, warm, timeout=30)
+    mark = log_mark(fstack, "worker-pipeline")
+    attempts: list[int] = []
+    watching = threading.Event()
+
+    def watch_embed_retries() -> None:  # memory.embed re-sends itself with kwargs["attempt"] on a TransientError
+        while not watching.is_set():
+            messages = [json.loads(v)[0] for v in rt.redis.hvals("unacked")] + queued(rt, "embed")
+            attempts.extend(task_kwargs(m).get("attempt", 0) for m in messages if m["headers"].get("task")
+                            == "memory.embed")
+            watching.wait(0.1)
+
+    watcher = threading.Thread(target=watch_embed_retries, daemon=True)
+    watcher.start()
+    feeder = Feeder(fstack.api_url, [user], interval=0.5, start_at=2)
+    try:
+        with holding_lock(db, "all"):
+            outage_started = time.monotonic()
+            feeder.start()
+            time.sleep(1)
+            status, body, took = recall(fstack, user, "物理")
+            time.sleep(max(0.0, outage_started + OUTAGE_S - time.monotonic()))
+            sent = feeder.stop()
+        released = time.monotonic()
+        recover_s = wait_done(rt, [j for _, j in sent], timeout=120)
+        drain(rt)
+    finally:
+        feeder.stop()
+        watching.set()
+        watcher.join(10)
+    assert not feeder.errors, f"the API refused messages during the outage: {feeder.errors[:5]}"
+    print(f"\n{layer} outage {released - outage_started:.1f}s: recall answered {status} in {took:.1f}s with degraded="
+          f"{body.get('degraded')}; {len(sent)} messages sent during the outage, all done {recover_s:.1f}s after "
+          f"the lock was released")
+    assert status == 200, body
+    assert set(body["degraded"]) == {layer} and "unavailable" in body["degraded"][layer]
+    assert body["facts"] if layer == "episodic" else body["events"]  # the other layer still answers
+    # No per-layer deadline in recall: an unreachable SQLite layer answers only when SQLite gives up on its WAL
+    # read lock, ~10 s later (measured 10.0-11.7 s; both layers down would be ~20 s), within the client's 30 s.
+    assert took < 30
+    if layer == "graph":
+        retries = re.findall(r"Task memory\.upsert_graph\[[0-9a-f-]+\] retry", log_since(fstack, "worker-pipeline",
+                                                                                          mark))
+        print(f"  memory.upsert_graph retries: {len(retries)}")
+        assert retries, "the graph task should have failed once and been retried"
+    else:
+        print(f"  memory.embed highest retry attempt seen: {max(attempts, default=0)}")
+        assert max(attempts, default=0) >= 1, "the embed task should have failed once and been re-sent"
+    jobs = {j for _, j in sent} | set(warm)
+    assert not [d for d in deadletters.list(rt.redis, limit=1000) if d.job_id in jobs]
+    assert_exactly_once(rt, fstack, [(user, j) for j in warm] + sent)
+    status, body, _ = recall(fstack, user, "物理")
+    assert status == 200 and body["degraded"] == {} and body["events"] and body["facts"]
+
+
+# --- 4. a redelivered graph task -----------------------------------------------------------------
+
+def test_a_redelivered_graph_task_changes_nothing_after_a_newer_value(fstack, rt, celery, uid):
+    """What a kill -9 after the graph commit and before the ack leads to: the task comes back after the
+    visibility timeout, when newer messages of the user have been processed."""
+    user = f"r{uid}"
+    with MnemeClient(fstack.api_url) as client:
+        first = client.remember(user_id=user, session_id=f"{user}-s", message_id="m1", role="user", content="我叫小红")
+        wait_done(rt, [first.job_id], timeout=30)
+        second = client.remember(user_id=user, session_id=f"{user}-s", message_id="m2", role="user",
+                                 content="我叫小明")
+        wait_done(rt, [second.job_id], timeout=30)
+    before = [(b.object, b.stored_confidence, b.why) for b in rt.beliefs.profile(TENANT, user)]
+    message = Message.model_validate_json(rt.redis.hget(keys.job(first.job_id), "payload"))
+    facts = [f.model_dump(mode="json") for f in extract(message).facts]
+    celery.send_task("memory.upsert_graph", kwargs={"job_id": first.job_id, "facts": facts,
+                                                    "received_at": message.received_at})
+    drain(rt)
+    after = [(b.object, b.stored_confidence, b.why) for b in rt.beliefs.profile(TENANT, user)]
+    assert after == before
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "an audit message the broker loses after it was queued (BRPOP handed it to a worker SIGKILLed before kombu "
+    "recorded it in 'unacked') is never re-sent: the graph branch completes once its audit records are queued, "
+    "and memory.redrive re-sends only jobs not done. Closing it needs the graph write and its audit record in "
+    "one durable step (an outbox the audit task drains), not yet built"))
+def test_an_audit_message_lost_by_the_broker_is_written_after_all(fstack, rt, celery, uid):
+    stack, user = fstack, f"a{uid}"
+    stack.stop_one("worker-pipeline")  # nobody consumes 'audit' while a worker runs extract and graph
+    cmd = stack.commands()["worker-pipeline"]
+    cmd[cmd.index("-Q") + 1], cmd[cmd.index("-n") + 1] = "extract,graph", "graphonly@%h"
+    stack._spawn("worker-graphonly", cmd)
+    try:
+        stack.wait_ready(wait_embedder=False)
+        job = post(stack, user, 0)  # 我喜欢物理第0课: one graph write, one audit record
+        wait_done(rt, [job], timeout=30)
+        [message] = wait_until(lambda: queued(rt, "audit"), 10, "the audit task queued")
+        assert task_kwargs(message)["records"][0]["action"] == "graph.merge:blend"
+        # what a worker SIGKILLed right after its BRPOP returned does to the message (the kill test's losses)
+        assert json.loads(rt.redis.rpop("audit")) == message
+    finally:
+        stack.stop_one("worker-graphonly")
+        stack.start_one("worker-pipeline")
+        stack.wait_ready(wait_embedder=False)
+    celery.send_task("memory.redrive", kwargs={"limit": 1000})  # what beat runs
+    time.sleep(REDRIVE_AFTER_S / 2)
+    drain(rt)
+    assert not missing_audit_records(stack, rt, [(user, job)])
+
+
+# --- 5. Redis restart ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+def test_redis_restart_keeps_working_memory_and_every_queued_job(fstack, rt, uid, sig):
+    """Valkey runs with appendonly yes, appendfsync everysec. SIGTERM: it flushes and fsyncs the AOF before
+    exiting, nothing acknowledged is lost. SIGKILL: every acknowledged write was already handed to the kernel
+    with write(2) (before the reply; the kernel keeps it when the process dies), so a killed process loses
+    nothing either; everysec's "up to 1 s" concerns a crash of the machine (fsync), and Valkey may postpone
+    the write(2) by up to 2 s while a slow fsync is running. The SIGKILL case waits 2.5 s to be outside both."""
+    stack, user = fstack, f"rd{uid}"
+    stack.stop_one("worker-embed")  # first batch: extracted, embed stage queued
+    first = [post(stack, user, n, session=f"{user}-a") for n in range(6)]
+    wait_until(lambda: set(job_states(rt, first).values()) == {"extracted"}, 30, "first batch extracted")
+    stack.stop_one("worker-pipeline")  # second batch: nothing ran yet
+    second = [post(stack, user, n, session=f"{user}-b") for n in range(6, 12)]
+    jobs = first + second
+    with MnemeClient(stack.api_url) as client:
+        windows = {s: client.messages(s).model_dump() for s in (f"{user}-a", f"{user}-b")}
+    queues = {q: sorted(json.dumps(m, sort_keys=True) for m in queued(rt, q)) for q in QUEUES}
+    assert {m["headers"]["id"] for m in queued(rt, "extract")} >= set(second)
+    assert len([m for m in queued(rt, "embed") if task_kwargs(m)["item"]["job_id"] in first]) == len(first)
+    states = job_states(rt, jobs)
+    if sig == signal.SIGKILL:
+        time.sleep(2.5)
+    stack.stop_one("redis", sig=sig)
+    with MnemeClient(stack.api_url) as client:  # while Redis is down: refused, and nothing half-written
+        refused = httpx.post(stack.api_url + "/v1/messages", timeout=30, json={
+            "user_id": user, "session_id": f"{user}-a", "message_id": "down", "role": "user", "content": "我喜欢化学",
+            "client_ts": time.time()})
+        assert refused.status_code == 503, refused.text
+        down_started = time.monotonic()
+        stack.start_one("redis")
+        wait_until(lambda: _redis_answers(rt), 30, "redis loaded its AOF")
+        back_s = time.monotonic() - down_started
+        assert {s: client.messages(s).model_dump() for s in windows} == windows
+        assert "down" not in {m.message_id for m in client.messages(f"{user}-a").messages}
+    assert {q: sorted(json.dumps(m, sort_keys=True) for m in queued(rt, q)) for q in QUEUES} == queues
+    assert job_states(rt, jobs) == states
+    for name in WORKERS:
+        stack.start_one(name)
+    stack.wait_ready(wait_embedder=False)
+    later = post(stack, user, 12, session=f"{user}-a")  # the API works again without a restart
+    done_s = wait_done(rt, [*jobs, later], timeout=60)
+    drain(rt)
+    totals = assert_exactly_once(rt, stack, [(user, j) for j in [*jobs, later]])
+    print(f"\nredis {signal.Signals(sig).name}: back in {back_s:.1f}s with {len(jobs)} queued jobs; all done "
+          f"{done_s:.1f}s after the workers restarted; {totals}")
+
+
+def _redis_answers(rt: Runtime) -> bool:
+    try:
+        return bool(rt.redis.ping())
+    except Exception:  # noqa: BLE001 - connection refused or still loading the AOF
+        return False
+
+
+# --- 6. how fast a killed worker's task comes back ----------------------------------------------------
+
+def test_a_killed_workers_task_is_redelivered_within_the_visibility_timeout(fstack, rt, uid):
+    stack, user = fstack, f"v{uid}"
+    restart_workers(stack)  # fresh workers: their next periodic sweep is ~100 s away
+    with holding_lock(sqlite_path(stack.settings.graph), "write"):
+        job = post(stack, user, 0)
+        wait_until(lambda: any(v[0] == "graph" for v in unacked(rt).values()), 20, "graph task running")
+        time.sleep(0.5)  # it is waiting on the lock
+        proc = stack.procs["worker-pipeline"]
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        killed = time.monotonic()
+    stack.start_one("worker-pipeline")
+    stack.wait_ready(wait_embedder=False)
+    deadline = VISIBILITY_TIMEOUT_S + 10
+    try:
+        wait_done(rt, [job], timeout=deadline - (time.monotonic() - killed))
+    except AssertionError as exc:
+        raise AssertionError(f"the killed worker's graph task is still in 'unacked' {deadline}s after the kill "
+                             f"(visibility timeout {VISIBILITY_TIMEOUT_S}s)") from exc
