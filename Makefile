@@ -30,7 +30,7 @@ clean:
 	rm -rf $(VENV) var
 
 bench: install
-	$(PY) -m bench.smoke
+	$(PY) -m bench.bench
 
 bench-recall: install
 	$(PY) -m bench.recall

@@ -204,11 +204,14 @@ def extract(message: Message) -> Extraction:
     else:
         found[EventType.plan if _PLAN.search(text) else EventType.statement] = ([], 0.6)
 
-    events = [_event(message, kind, names, conf) for kind, (names, conf) in found.items()]
+    # what every event of the message shares, computed once (segmentation is most of extraction's time)
+    shared = {"summary": summary(message.content), "text_hash": sha256(message.content),
+              "tokens": tokenize(message.content)}
+    events = [_event(message, kind, names, conf, shared) for kind, (names, conf) in found.items()]
     return Extraction(events=events, facts=_dedupe(facts))
 
 
-def _event(message: Message, kind: EventType, names: list[str], confidence: float) -> Event:
+def _event(message: Message, kind: EventType, names: list[str], confidence: float, shared: dict) -> Event:
     return Event(
         event_id=ids.event_id(message.tenant, message.user_id, message.message_id, kind.value, 0),
         tenant=message.tenant,
@@ -217,12 +220,10 @@ def _event(message: Message, kind: EventType, names: list[str], confidence: floa
         ts=message.client_ts,
         event_type=kind,
         role=message.role,
-        keywords=keywords(message.content, names),
-        summary=summary(message.content),
-        text_hash=sha256(message.content),
+        keywords=keywords(shared["tokens"], names),
         message_ids=[message.message_id],
         confidence=confidence,
-        tokens=tokenize(message.content),
+        **shared,
     )
 
 

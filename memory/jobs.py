@@ -3,6 +3,10 @@
 A job is created in the same atomic step that accepts its message (see ``working.lua``). Extraction
 declares the branches that follow (embed, graph); each branch completes at most once however often
 it is redelivered, and the job is done when the last one completes.
+
+An unfinished job holds its message (``payload``) so that it can be re-sent; a finished one (done, or
+ended on purpose) drops it — the text lives on in memory, not in a copy here — and keeps only its
+status, for ``job_done_ttl_s``.
 """
 
 from __future__ import annotations
@@ -18,7 +22,21 @@ from memory.errors import NotFound, TransientError
 from memory.models import Message
 from memory.working import REDIS_ERRORS
 
-_START = """
+# A finished job: its status without the message, rewritten so Redis can store it compactly again (a
+# hash that once held a long field stays in the big encoding), kept for the done TTL.
+_RETIRE = """
+local function retire(job, ttl)
+  local fields, keep = redis.call('HGETALL', job), {}
+  for i = 1, #fields, 2 do
+    if fields[i] ~= 'payload' then keep[#keep + 1] = fields[i]; keep[#keep + 1] = fields[i + 1] end
+  end
+  redis.call('DEL', job)
+  redis.call('HSET', job, unpack(keep))
+  redis.call('EXPIRE', job, ttl)
+end
+"""
+
+_START = _RETIRE + """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSETNX', KEYS[1], 'done:extract', ARGV[3])
 if redis.call('HSETNX', KEYS[1], 'branches', ARGV[1]) == 1 then
@@ -26,18 +44,20 @@ if redis.call('HSETNX', KEYS[1], 'branches', ARGV[1]) == 1 then
 end
 if tonumber(redis.call('HGET', KEYS[1], 'branches')) <= 0 then
   redis.call('HSET', KEYS[1], 'state', 'done', 'finished_at', ARGV[3])
+  retire(KEYS[1], ARGV[5])
   redis.call('ZREM', KEYS[2], ARGV[4])
 end
 return 1
 """
 
-_COMPLETE = """
+_COMPLETE = _RETIRE + """
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 if redis.call('HSETNX', KEYS[1], 'done:' .. ARGV[1], ARGV[2]) == 0 then return -2 end
 local left = redis.call('HINCRBY', KEYS[1], 'branches', -1)
 local state = redis.call('HGET', KEYS[1], 'state')
 if left <= 0 and state ~= 'failed' and state ~= 'dropped' then
   redis.call('HSET', KEYS[1], 'state', 'done', 'finished_at', ARGV[2])
+  retire(KEYS[1], ARGV[4])
   redis.call('ZREM', KEYS[2], ARGV[3])
 end
 return left
@@ -45,6 +65,15 @@ return left
 
 _UPDATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], unpack(ARGV)) end
+return 1
+"""
+
+_FINISH = _RETIRE + """
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('HSET', KEYS[1], 'state', ARGV[1], 'note', ARGV[2], 'finished_at', ARGV[3])
+  retire(KEYS[1], ARGV[4])
+end
+redis.call('ZREM', KEYS[2], ARGV[5])
 return 1
 """
 
@@ -70,24 +99,26 @@ class JobStatus(BaseModel):
 
 
 class Jobs:
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: redis.Redis, done_ttl_s: int) -> None:
         self._redis = client
+        self._done_ttl_s = done_ttl_s
         self._start = client.register_script(_START)
         self._complete = client.register_script(_COMPLETE)
         self._update = client.register_script(_UPDATE)
+        self._finish = client.register_script(_FINISH)
 
     def get(self, job_id: str) -> JobStatus:
         fields = self._call(self._redis.hgetall, keys.job(job_id))
-        if "payload" not in fields:
+        if "who" not in fields:
             raise NotFound(f"no job {job_id!r} (unknown, or older than the job TTL)")
-        message = Message.model_validate_json(fields["payload"])
+        tenant, user_id, session_id, message_id = json.loads(fields["who"])
         return JobStatus(
             job_id=job_id,
-            tenant=message.tenant,
+            tenant=tenant,
             state=fields["state"],
-            user_id=message.user_id,
-            session_id=message.session_id,
-            message_id=message.message_id,
+            user_id=user_id,
+            session_id=session_id,
+            message_id=message_id,
             accepted_at=float(fields["accepted_at"]),
             finished_at=float(fields["finished_at"]) if "finished_at" in fields else None,
             stages={k[5:]: float(v) for k, v in fields.items() if k.startswith("done:")},
@@ -101,7 +132,7 @@ class Jobs:
 
     def extracted(self, job_id: str, branches: list[str], event_ids: list[str]) -> None:
         """Record extraction's result once; a job with no branch left is done."""
-        args = [len(branches), json.dumps(event_ids), time.time(), job_id]
+        args = [len(branches), json.dumps(event_ids), time.time(), job_id, self._done_ttl_s]
         self._call(self._start, keys=[keys.job(job_id), keys.PENDING], args=args)
 
     def note(self, job_id: str, **info: int | str) -> None:
@@ -115,12 +146,13 @@ class Jobs:
 
     def complete(self, job_id: str, stage: str) -> None:
         """Mark one branch done, once, however often it is redelivered."""
-        self._call(self._complete, keys=[keys.job(job_id), keys.PENDING], args=[stage, time.time(), job_id])
+        self._call(self._complete, keys=[keys.job(job_id), keys.PENDING],
+                   args=[stage, time.time(), job_id, self._done_ttl_s])
 
     def finish(self, job_id: str, state: str, note: str) -> None:
-        """End a job early on purpose (consent off, user erased): it is not re-sent."""
-        self._set(job_id, {"state": state, "note": note, "finished_at": time.time()})
-        self._call(self._redis.zrem, keys.PENDING, job_id)
+        """End a job early on purpose (consent off, user erased): it is not re-sent, and its text is dropped."""
+        self._call(self._finish, keys=[keys.job(job_id), keys.PENDING],
+                   args=[state, note, time.time(), self._done_ttl_s, job_id])
 
     def fail(self, job_id: str, stage: str, error: str) -> None:
         """A permanent failure: the job stops being re-sent and says why."""
@@ -134,7 +166,7 @@ class Jobs:
         out = []
         for job_id in ids:
             payload = self._call(self._redis.hget, keys.job(job_id), "payload")
-            if payload is None:  # the job record expired: nothing left to re-send
+            if payload is None:  # the job finished meanwhile, or its record expired: nothing to re-send
                 self._call(self._redis.zrem, keys.PENDING, job_id)
                 continue
             out.append((job_id, Message.model_validate_json(payload)))

@@ -63,7 +63,7 @@ class Runtime:
 
     @cached_property
     def jobs(self) -> Jobs:
-        return Jobs(self.redis)
+        return Jobs(self.redis, done_ttl_s=self.settings.job_done_ttl_s)
 
     @cached_property
     def episodic_store(self) -> EpisodicStore:

@@ -51,7 +51,8 @@ class Settings(BaseSettings):
     max_clock_skew_s: int = Field(300, ge=0, description="client_ts further ahead is clamped to now.")
 
     # --- pipeline ----------------------------------------------------------------------------
-    job_ttl_s: int = Field(7 * 24 * 3600, ge=60)
+    job_ttl_s: int = Field(7 * 24 * 3600, ge=60, description="How long an unfinished job is kept (and re-sent).")
+    job_done_ttl_s: int = Field(24 * 3600, ge=60, description="How long a finished job's status stays readable.")
     redrive_after_s: int = Field(300, ge=1, description="Accepted jobs not done by then are re-sent.")
     embed_batch_size: int = Field(32, ge=1, le=1024)
     embed_flush_interval_s: float = Field(0.2, gt=0)

@@ -1,18 +1,83 @@
 -- Working memory: every change to a session is one atomic step of this script.
--- KEYS: meta, msg, full, snap, ids, job, pending, user_sessions, metrics
+-- KEYS: meta, msg, full, snap, ids, job, pending, user_sessions, metrics, policy
 -- ARGV[1] = op: 'append' | 'rollback' | 'read' | 'get'
 --
--- A snapshot is the comma-joined list of message seqs, ordered by client timestamp.
+-- A snapshot is the list of message seqs ordered by client timestamp, comma-joined, with a run of
+-- consecutive seqs written as 'first-last' ("1-50,52").
 -- Version 0 is the empty session. Only the newest `kept` versions are stored; a message record
 -- is deleted once no stored snapshot refers to it.
+--
+-- A message record is JSON with short keys and the client timestamp first, so ordering reads it with
+-- one pattern match instead of decoding it:
+--   {"t":client_ts,"s":seq,"v":version,"a":received_at,"m":message_id,"r":role,"c":content[,"d":device][,"x":true]}
+-- The session id is not stored (it is the key's).
 
 local meta, msg, full, snap, ids, job, pending = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local user_sessions, metrics = KEYS[8], KEYS[9]
+local user_sessions, metrics, policy = KEYS[8], KEYS[9], KEYS[10]
 local op = ARGV[1]
 
-local function split(s)
+-- A snapshot is handled as spans: {first, last} runs of consecutive seqs, in snapshot order.
+local function parse(s)
+  local first, last = string.match(s, '^(%d+)%-(%d+)$')
+  if first then return {{tonumber(first), tonumber(last)}} end
   local out = {}
-  if s then for part in string.gmatch(s, '[^,]+') do out[#out + 1] = part end end
+  for part in string.gmatch(s, '[^,]+') do
+    first, last = string.match(part, '^(%d+)%-(%d+)$')
+    if first then
+      out[#out + 1] = {tonumber(first), tonumber(last)}
+    else
+      local n = tonumber(part)
+      out[#out + 1] = {n, n}
+    end
+  end
+  return out
+end
+
+local function format(spans)
+  local parts = {}
+  for i, span in ipairs(spans) do
+    parts[i] = span[1] == span[2] and string.format('%d', span[1]) or string.format('%d-%d', span[1], span[2])
+  end
+  return table.concat(parts, ',')
+end
+
+local function expand(spans)
+  local out = {}
+  for _, span in ipairs(spans) do
+    for n = span[1], span[2] do out[#out + 1] = n end
+  end
+  return out
+end
+
+local function runs(seqs)
+  local out = {}
+  for _, n in ipairs(seqs) do
+    local last = out[#out]
+    if last and n == last[2] + 1 then last[2] = n else out[#out + 1] = {n, n} end
+  end
+  return out
+end
+
+-- the parts of [lo, hi] that none of `spans` covers, appended to `out` as spans
+local function uncovered(lo, hi, spans, out)
+  local n = lo
+  while n <= hi do
+    local reach, next_start = nil, nil
+    for _, span in ipairs(spans) do
+      if span[1] <= n then
+        if span[2] >= n and (not reach or span[2] > reach) then reach = span[2] end
+      elseif not next_start or span[1] < next_start then
+        next_start = span[1]
+      end
+    end
+    if reach then
+      n = reach + 1
+    else
+      local stop = next_start and math.min(hi, next_start - 1) or hi
+      out[#out + 1] = {n, stop}
+      n = stop + 1
+    end
+  end
   return out
 end
 
@@ -20,83 +85,136 @@ local function snapshot(version)
   if version == 0 then return {} end
   local s = redis.call('HGET', snap, version)
   if not s then return nil end
-  return split(s)
+  return parse(s)
+end
+
+local function client_ts(record)
+  return tonumber(string.match(record, '^{"t":([^,}]+)'))
 end
 
 local function expire_all(ttl)
   for _, key in ipairs({meta, msg, full, snap, ids}) do redis.call('EXPIRE', key, ttl) end
 end
 
--- Store `seqs` as the new head version; drop the version that falls out of the kept range and
--- delete the records only it referred to.
-local function commit(seqs, kept)
-  local head = redis.call('HINCRBY', meta, 'head', 1)
-  redis.call('HSET', snap, head, table.concat(seqs, ','))
-  local old = head - kept
-  if old >= 1 then
-    local dropped = snapshot(old)
-    redis.call('HDEL', snap, old)
-    if dropped and #dropped > 0 then
-      local live = {}
-      for _, s in ipairs(redis.call('HVALS', snap)) do
-        for _, seq in ipairs(split(s)) do live[seq] = true end
+-- Store `spans` as version head + 1; drop the version that falls out of the kept range and delete
+-- the records only it referred to. Returns the new version and whether the kept snapshots are now
+-- "monotone" (each one span, first and last seq never decreasing from one version to the next), which
+-- the caller records in meta. While they are, the records the dropped version alone referred to are
+-- those below the first seq of the next version, so the other snapshots need not be read.
+local function commit(spans, kept, head, previous, mono)
+  local version = head + 1
+  redis.call('HSET', snap, version, format(spans))
+  local single = #spans == 1
+  if head == 0 then
+    mono = single
+  elseif mono then
+    mono = single and #previous == 1 and spans[1][1] >= previous[1][1] and spans[1][2] >= previous[1][2]
+  end
+  local old = version - kept
+  if old < 1 then return version, mono end
+  local dropped = redis.call('HGET', snap, old)
+  redis.call('HDEL', snap, old)
+  if not dropped or dropped == '' then return version, mono end
+  local dead = {}
+  if mono then
+    local d, next_spans = parse(dropped)[1], parse(redis.call('HGET', snap, old + 1))
+    uncovered(d[1], math.min(d[2], next_spans[1][1] - 1), {}, dead)
+  else
+    local doomed = {}
+    for _, span in ipairs(parse(dropped)) do uncovered(span[1], span[2], spans, doomed) end
+    if #doomed > 0 then  -- only these can be unreferenced now: look them up in the kept snapshots
+      local all, versions, live = redis.call('HGETALL', snap), {}, {}
+      local by_version = {}
+      for i = 1, #all, 2 do
+        local v, parsed = tonumber(all[i]), parse(all[i + 1])
+        versions[#versions + 1] = v
+        by_version[v] = parsed
+        for _, span in ipairs(parsed) do live[#live + 1] = span end
       end
-      for _, seq in ipairs(dropped) do
-        if not live[seq] then redis.call('HDEL', msg, seq); redis.call('HDEL', full, seq) end
+      for _, span in ipairs(doomed) do uncovered(span[1], span[2], live, dead) end
+      table.sort(versions)
+      mono = true
+      local prev = nil
+      for _, v in ipairs(versions) do
+        local cur = by_version[v]
+        if #cur ~= 1 or (prev and (cur[1][1] < prev[1] or cur[1][2] < prev[2])) then mono = false; break end
+        prev = cur[1]
       end
     end
   end
-  return head
+  dead = expand(dead)
+  if #dead > 0 then
+    redis.call('HDEL', msg, unpack(dead))
+    redis.call('HDEL', full, unpack(dead))
+  end
+  return version, mono
 end
 
-local function records(seqs)
+local function records(spans)
+  local seqs = expand(spans)
   if #seqs == 0 then return {} end
   return redis.call('HMGET', msg, unpack(seqs))
 end
 
 if op == 'append' then
-  -- ARGV: op, user, message_id, content_hash, record_json, ts, full_text, window, kept, ttl,
-  --       job_json, job_ttl, now, job_id, session_id
-  local user, message_id, chash, record = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-  local ts, full_text = tonumber(ARGV[6]), ARGV[7]
+  -- ARGV: op, user, message_id, content_hash, ts, record_tail, full_text, window, kept, ttl,
+  --       job_json, job_ttl, now, job_id, session_id, check_child, read_back, job_who
+  local user, message_id, chash = ARGV[2], ARGV[3], ARGV[4]
+  local ts_text, tail, full_text = ARGV[5], ARGV[6], ARGV[7]
+  local ts = tonumber(ts_text)
   local window, kept, ttl = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
   local job_json, job_ttl, now, job_id = ARGV[11], tonumber(ARGV[12]), tonumber(ARGV[13]), ARGV[14]
 
-  local owner = redis.call('HGET', meta, 'user')
+  -- a child's text must arrive sealed: say so, and the caller seals it and asks again
+  if ARGV[16] == '1' and redis.call('HGET', policy, 'child') == '1' then return {'child'} end
+  local state = redis.call('HMGET', meta, 'user', 'head', 'seq', 'mono')
+  local owner, head = state[1], tonumber(state[2]) or 0
   if owner and owner ~= user then return {'owner', owner} end
   local seen = redis.call('HGET', ids, message_id)
   if seen then
     local sep = string.find(seen, '|', 1, true)
-    local head = tonumber(redis.call('HGET', meta, 'head')) or 0
     return {'dup', head, string.sub(seen, sep + 1)}
   end
 
-  redis.call('HSET', meta, 'user', user)
-  local seq = tostring(redis.call('HINCRBY', meta, 'seq', 1))
-  local head = tonumber(redis.call('HGET', meta, 'head')) or 0
-  local seqs = snapshot(head) or {}
+  local seq = (tonumber(state[3]) or 0) + 1
+  local spans = snapshot(head) or {}
+  local previous = {}
+  for i, span in ipairs(spans) do previous[i] = {span[1], span[2]} end
+  local count = 0
+  for _, span in ipairs(spans) do count = count + span[2] - span[1] + 1 end
+  local last = spans[#spans]
 
   -- insert by client timestamp (ties keep arrival order); usually one comparison from the end
-  local pos = #seqs + 1
-  while pos > 1 do
-    local prev = cjson.decode(redis.call('HGET', msg, seqs[pos - 1]))
-    if prev.client_ts <= ts then break end
-    pos = pos - 1
+  local in_window = 1
+  if not last or client_ts(redis.call('HGET', msg, last[2])) <= ts then
+    if last and seq == last[2] + 1 then last[2] = seq else spans[#spans + 1] = {seq, seq} end
+    count = count + 1
+    while count > window do
+      local first = spans[1]
+      if first[1] == first[2] then table.remove(spans, 1) else first[1] = first[1] + 1 end
+      count = count - 1
+    end
+  else
+    local seqs = expand(spans)
+    local pos = #seqs
+    while pos > 1 do
+      if client_ts(redis.call('HGET', msg, seqs[pos - 1])) <= ts then break end
+      pos = pos - 1
+    end
+    table.insert(seqs, pos, seq)
+    while #seqs > window do table.remove(seqs, 1) end
+    in_window = 0
+    for _, n in ipairs(seqs) do if n == seq then in_window = 1 end end
+    spans = runs(seqs)
   end
-  table.insert(seqs, pos, seq)
-  while #seqs > window do table.remove(seqs, 1) end
-  local in_window = 0
-  for _, s in ipairs(seqs) do if s == seq then in_window = 1 end end
 
-  local version = head
+  local version, mono = head, state[4] == '1'
   if in_window == 1 then
-    local rec = cjson.decode(record)
-    rec.seq = tonumber(seq)
-    rec.version = head + 1
-    redis.call('HSET', msg, seq, cjson.encode(rec))
+    redis.call('HSET', msg, seq, '{"t":' .. ts_text .. ',"s":' .. seq .. ',"v":' .. (head + 1) .. ',' .. tail)
     if full_text ~= '' then redis.call('HSET', full, seq, full_text) end
-    version = commit(seqs, kept)
+    version, mono = commit(spans, kept, head, previous, mono)
   end
+  redis.call('HSET', meta, 'user', user, 'seq', seq, 'head', version, 'mono', mono and 1 or 0)
   redis.call('HSET', ids, message_id, seq .. '|' .. chash)
   expire_all(ttl)
   -- product metrics: aggregates only (messages, sessions, users, returning users)
@@ -109,9 +227,13 @@ if op == 'append' then
   end
   redis.call('EXPIRE', user_sessions, ttl)
 
-  redis.call('HSET', job, 'state', 'accepted', 'accepted_at', now, 'payload', job_json)
+  redis.call('HSET', job, 'state', 'accepted', 'accepted_at', now, 'who', ARGV[18], 'payload', job_json)
   redis.call('EXPIRE', job, job_ttl)
   redis.call('ZADD', pending, now, job_id)
+  if ARGV[17] == '1' then  -- the window at the new head comes back in the same step
+    if in_window == 0 then spans = snapshot(head) or {} end
+    return {'ok', version, in_window, records(spans), user}
+  end
   return {'ok', version, in_window}
 end
 
@@ -121,16 +243,19 @@ if op == 'rollback' then
   if not head then return {'nosession'} end
   local target = ARGV[2] == 'undo' and head - 1 or tonumber(ARGV[2])
   if target < 0 or target > head then return {'range', head} end
-  local seqs = snapshot(target)
-  if not seqs then return {'gone', head} end
-  local current = snapshot(head) or {}
-  local version = commit(seqs, tonumber(ARGV[3]))
+  local spans = snapshot(target)
+  if not spans then return {'gone', head} end
+  local previous = snapshot(head) or {}
+  local current = expand(previous)
+  local version, mono = commit(spans, tonumber(ARGV[3]), head, previous, redis.call('HGET', meta, 'mono') == '1')
+  redis.call('HSET', meta, 'head', version, 'mono', mono and 1 or 0)
   expire_all(tonumber(ARGV[4]))
   local keep = {}
-  for _, s in ipairs(seqs) do keep[s] = true end
+  for _, n in ipairs(expand(spans)) do keep[n] = true end
   local removed = {}
-  for _, s in ipairs(current) do if not keep[s] then removed[#removed + 1] = s end end
-  return {'ok', version, target, records(removed), redis.call('HGET', meta, 'user') or ''}
+  for _, n in ipairs(current) do if not keep[n] then removed[#removed + 1] = n end end
+  return {'ok', version, target, #removed > 0 and redis.call('HMGET', msg, unpack(removed)) or {},
+          redis.call('HGET', meta, 'user') or ''}
 end
 
 if op == 'read' then
@@ -139,9 +264,9 @@ if op == 'read' then
   if not head then return {'nosession'} end
   local version = ARGV[2] == '' and head or tonumber(ARGV[2])
   if not version or version < 0 or version > head then return {'range', head} end
-  local seqs = snapshot(version)
-  if not seqs then return {'gone', head} end
-  return {'ok', head, version, records(seqs), redis.call('HGET', meta, 'user') or ''}
+  local spans = snapshot(version)
+  if not spans then return {'gone', head} end
+  return {'ok', head, version, records(spans), redis.call('HGET', meta, 'user') or ''}
 end
 
 if op == 'get' then

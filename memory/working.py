@@ -7,12 +7,13 @@ the same step, so nothing accepted can be lost between Redis and the queue.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from importlib import resources
 
 import redis
-from pydantic import BaseModel
+from pydantic import AliasChoices, BaseModel, Field
 
 from memory import keys, telemetry
 from memory.crypto import SEALED_TEXT, open_text, seal_text
@@ -22,27 +23,25 @@ from memory.settings import Settings
 from memory.text import clean, sha256, truncate_reply
 
 _LUA = resources.files("memory").joinpath("working.lua").read_text(encoding="utf-8")
+DIGEST_CHARS = 32  # of the content's sha256 hex, kept per message id to tell a retry from a reused id
 REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
 
 
+def _short(name: str, key: str):  # a required field, also read from its short key in stored records
+    return Field(validation_alias=AliasChoices(name, key))
+
+
 class StoredMessage(BaseModel):
-    message_id: str
+    message_id: str = _short("message_id", "m")
     session_id: str
-    role: Role
-    content: str
-    client_ts: float
-    received_at: float
-    device_id: str | None = None
-    truncated: bool = False
-    version: int
-    seq: int
-
-
-class Accepted(BaseModel):
-    message: Message
-    version: int
-    in_window: bool
-    duplicate: bool
+    role: Role = _short("role", "r")
+    content: str = _short("content", "c")
+    client_ts: float = _short("client_ts", "t")
+    received_at: float = _short("received_at", "a")
+    device_id: str | None = Field(None, validation_alias=AliasChoices("device_id", "d"))
+    truncated: bool = Field(False, validation_alias=AliasChoices("truncated", "x"))
+    version: int = _short("version", "v")
+    seq: int = _short("seq", "s")
 
 
 class SessionView(BaseModel):
@@ -50,6 +49,14 @@ class SessionView(BaseModel):
     head: int
     version: int
     messages: list[StoredMessage]
+
+
+class Accepted(BaseModel):
+    message: Message
+    version: int
+    in_window: bool
+    duplicate: bool
+    window: SessionView | None = None  # with ``append(read_back=True)``: the window at the new head
 
 
 class RolledBack(BaseModel):
@@ -74,10 +81,11 @@ class WorkingMemory:
         k = keys.session(tenant, session_id)
         job_key = keys.job(job_id) if job_id else keys.job("-")
         sessions = keys.user_sessions(tenant, user_id) if user_id else keys.user_sessions(tenant, "-")
+        policy = keys.user(tenant, user_id) if user_id else keys.user(tenant, "-")
         try:
             with telemetry.observe_working(str(args[0])):  # args[0] is the op: append, read, rollback, get
-                return self._script(keys=[*k.all(), job_key, keys.PENDING, sessions, keys.metrics(tenant)],
-                                    args=list(args))
+                return self._script(keys=[*k.all(), job_key, keys.PENDING, sessions, keys.metrics(tenant), policy],
+                                    args=args)
         except REDIS_ERRORS as exc:
             raise TransientError(f"working memory unavailable: {exc}") from exc
 
@@ -94,9 +102,16 @@ class WorkingMemory:
         job_id: str,
         device_id: str | None = None,
         seal_key: bytes | None = None,
+        child_seal_key: Callable[[], bytes | None] | None = None,
+        read_back: bool = False,
     ) -> Accepted:
         """Append a message. With ``seal_key`` (child mode) its text is stored encrypted at rest, in the
-        window, the full-text store and the queued job alike."""
+        window, the full-text store and the queued job alike.
+
+        ``child_seal_key`` instead of ``seal_key``: the user's child-mode flag is checked in the same Redis
+        step, and only for a child is the key fetched (this callable) and the text sealed — one round trip
+        for everyone else. ``read_back``: the window at the new head comes back too (``Accepted.window``),
+        still in one step."""
         s = self._settings
         now = round(time.time(), 3)
         ts = round(min(client_ts, now + s.max_clock_skew_s), 3)
@@ -104,22 +119,31 @@ class WorkingMemory:
         shown, truncated = (text, False)
         if role is Role.assistant:
             shown, truncated = truncate_reply(text, s.assistant_max_chars)
+        digest = sha256(text)[:DIGEST_CHARS]
+        check_child = seal_key is None and child_seal_key is not None
         context = f"{session_id}\x1f{message_id}"
-        protect = (lambda t: seal_text(seal_key, t, context)) if seal_key else (lambda t: t)
-        message = Message(
-            tenant=tenant, user_id=user_id, session_id=session_id, device_id=device_id,
-            message_id=message_id, role=role, content=protect(text), client_ts=ts, received_at=now,
-        )
-        record = StoredMessage(
-            message_id=message_id, session_id=session_id, role=role, content=protect(shown), client_ts=ts,
-            received_at=now, device_id=device_id, truncated=truncated, version=0, seq=0,
-        )
-        digest = sha256(text)
-        reply = self._run(
-            tenant, session_id, "append", user_id, message_id, digest, record.model_dump_json(), ts,
-            protect(text) if truncated else "", s.window_size, s.versions_kept, s.session_ttl_s,
-            message.model_dump_json(), s.job_ttl_s, now, job_id, session_id, job_id=job_id, user_id=user_id,
-        )
+        while True:
+            protect = (lambda t, k=seal_key: seal_text(k, t, context)) if seal_key else (lambda t: t)
+            message = Message(
+                tenant=tenant, user_id=user_id, session_id=session_id, device_id=device_id,
+                message_id=message_id, role=role, content=protect(text), client_ts=ts, received_at=now,
+            )
+            # the record without its leading timestamp, seq and version (the script puts those first)
+            tail = (f'"a":{now!r},"m":{json.dumps(message_id, ensure_ascii=False)},"r":"{role.value}",'
+                    f'"c":{json.dumps(protect(shown), ensure_ascii=False)}'
+                    + (f',"d":{json.dumps(device_id, ensure_ascii=False)}' if device_id is not None else "")
+                    + (',"x":true}' if truncated else "}"))
+            reply = self._run(
+                tenant, session_id, "append", user_id, message_id, digest, repr(ts), tail,
+                protect(text) if truncated else "", s.window_size, s.versions_kept, s.session_ttl_s,
+                message.model_dump_json(exclude_defaults=True), s.job_ttl_s, now, job_id, session_id,
+                "1" if check_child else "0", "1" if read_back else "0",
+                json.dumps([tenant, user_id, session_id, message_id], ensure_ascii=False),
+                job_id=job_id, user_id=user_id,
+            )
+            if reply[0] != "child":
+                break
+            seal_key, check_child = child_seal_key(), False  # type: ignore[misc]
         status = reply[0]
         if status == "owner":
             raise Conflict(f"session {session_id!r} belongs to another user; use a new session_id")
@@ -131,14 +155,24 @@ class WorkingMemory:
                 )
             return Accepted(message=message, version=int(reply[1]), in_window=True, duplicate=True)
         message.version = int(reply[1])
-        return Accepted(message=message, version=message.version, in_window=bool(reply[2]), duplicate=False)
+        accepted = Accepted(message=message, version=message.version, in_window=bool(reply[2]), duplicate=False)
+        if read_back:
+            accepted.window = SessionView(session_id=session_id, head=message.version, version=message.version,
+                                          messages=self._opened(tenant, reply[4], self._parse(session_id, reply[3])))
+        return accepted
+
+    @staticmethod
+    def _parse(session_id: str, raw: list) -> list[StoredMessage]:
+        """Stored records → messages, their session id given back (it is the key's, not stored)."""
+        prefix = '{"session_id":' + json.dumps(session_id, ensure_ascii=False) + ","
+        return [StoredMessage.model_validate_json(prefix + r[1:]) for r in raw if r]
 
     def read(self, tenant: str, session_id: str, version: int | None = None) -> SessionView:
         reply = self._run(tenant, session_id, "read", "" if version is None else version)
         self._raise_for(reply, session_id, version)
         return SessionView(
             session_id=session_id, head=int(reply[1]), version=int(reply[2]),
-            messages=self._opened(tenant, reply[4], [StoredMessage.model_validate_json(r) for r in reply[3] if r]),
+            messages=self._opened(tenant, reply[4], self._parse(session_id, reply[3])),
         )
 
     def _opened(self, tenant: str, user_id: str, records: list[StoredMessage]) -> list[StoredMessage]:
@@ -156,7 +190,7 @@ class WorkingMemory:
         self._raise_for(reply, session_id, to_version)
         return RolledBack(
             session_id=session_id, version=int(reply[1]), restored=int(reply[2]),
-            removed=self._opened(tenant, reply[4], [StoredMessage.model_validate_json(r) for r in reply[3] if r]),
+            removed=self._opened(tenant, reply[4], self._parse(session_id, reply[3])),
         )
 
     def get(self, tenant: str, session_id: str, message_id: str) -> tuple[StoredMessage, str]:
@@ -166,7 +200,7 @@ class WorkingMemory:
             raise NotFound(f"no message {message_id!r} in session {session_id!r}")
         if reply[0] == "gone":
             raise NotFound(f"message {message_id!r} has left working memory; search long-term memory instead")
-        [record] = self._opened(tenant, reply[3], [StoredMessage.model_validate_json(reply[1])])
+        [record] = self._opened(tenant, reply[3], self._parse(session_id, [reply[1]]))
         full = reply[2] or record.content
         return record, open_text(self._open_key(tenant, reply[3]), full, f"{session_id}\x1f{message_id}") or full
 

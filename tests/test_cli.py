@@ -19,6 +19,7 @@ from memory import deadletters, ids
 from memory.audit import record
 from memory.errors import NotFound, TransientError
 from memory.models import Role
+from tests.accepted import write_job
 from workers.celery_app import create_celery
 from workers.cli import app
 
@@ -61,12 +62,8 @@ def letter_or_none(client, letter_id):
 
 
 def accepted_job(runtime) -> str:
-    """A job record as the API writes it, so a task failing on it has a job to mark failed."""
     job_id = str(uuid.uuid4())
-    runtime.redis.hset(f"mneme:job:{job_id}", mapping={
-        "state": "accepted", "accepted_at": time.time(),
-        "payload": json.dumps({"tenant": "default", "user_id": "u", "session_id": "s", "message_id": "x",
-                               "role": "user", "content": "x", "client_ts": 1.0})})
+    write_job(runtime, job_id)
     return job_id
 
 

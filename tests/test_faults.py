@@ -52,9 +52,10 @@ from memory import deadletters, ids, keys
 from memory.audit import verify
 from memory.extraction import extract
 from memory.graph import Status
-from memory.models import Fact, Message
+from memory.models import Fact
 from memory.runtime import Runtime
 from memory.sqlite import sqlite_path
+from tests.accepted import accepted_message, write_job
 from workers.celery_app import create_celery
 from workers.client import MnemeClient
 from workers.stack import Stack, free_port
@@ -269,7 +270,7 @@ def expected(rt: Runtime, job_ids: list[str]) -> tuple[dict[str, str], list[Fact
     events: dict[str, str] = {}
     facts: list[Fact] = []
     for job_id in job_ids:
-        message = Message.model_validate_json(rt.redis.hget(keys.job(job_id), "payload"))
+        message = accepted_message(rt, job_id)
         extraction = extract(message)
         types = [e.event_type for e in extraction.events]
         assert len(set(types)) == len(types), f"test content must give distinct event types: {message.content}"
@@ -484,10 +485,7 @@ def test_kill_9_twenty_times_loses_and_duplicates_nothing(fstack, rt, celery, ui
 def _prepared_job(rt: Runtime, user: str) -> str:
     """A job record as the API writes it, for a task sent straight to the broker."""
     job_id = f"poison-{os.urandom(6).hex()}"
-    rt.redis.hset(keys.job(job_id), mapping={
-        "state": "accepted", "accepted_at": time.time(),
-        "payload": json.dumps({"tenant": TENANT, "user_id": user, "session_id": f"{user}-s", "message_id": job_id,
-                               "role": "user", "content": "x", "client_ts": 1.0})})
+    write_job(rt, job_id, user_id=user, session_id=f"{user}-s", tenant=TENANT)
     return job_id
 
 
@@ -615,7 +613,7 @@ def test_a_redelivered_graph_task_changes_nothing_after_a_newer_value(fstack, rt
                                  content="我叫小明")
         wait_done(rt, [second.job_id], timeout=30)
     before = [(b.object, b.stored_confidence, b.why) for b in rt.beliefs.profile(TENANT, user)]
-    message = Message.model_validate_json(rt.redis.hget(keys.job(first.job_id), "payload"))
+    message = accepted_message(rt, first.job_id)
     facts = [f.model_dump(mode="json") for f in extract(message).facts]
     celery.send_task("memory.upsert_graph", kwargs={"job_id": first.job_id, "facts": facts,
                                                     "received_at": message.received_at})

@@ -1,14 +1,15 @@
 """The write path end to end on real Celery worker processes: extraction, embedding, graph merge,
 recall; redelivered tasks and lost enqueues change nothing and lose nothing."""
 
-import json
 import time
 import uuid
 
 import pytest
 
 from memory import ids
+from memory.extraction import extract
 from memory.models import Role
+from tests.accepted import accepted_message, write_job
 from workers import demo
 from workers.celery_app import create_celery
 
@@ -69,11 +70,9 @@ def test_redelivered_tasks_have_no_second_effect(client, uid, runtime, celery):
     [job] = client.wait([accepted.job_id])
     before_facts = runtime.beliefs.profile("default", user)
     before_events = runtime.episodic.store.get("default", user, job.event_ids)
-    message = json.loads(runtime.redis.hget(f"mneme:job:{accepted.job_id}", "payload"))
-    from memory.extraction import extract
-    from memory.models import Message
-
-    facts = [f.model_dump(mode="json") for f in extract(Message.model_validate(message)).facts]
+    accepted_as = accepted_message(runtime, accepted.job_id)
+    message = accepted_as.model_dump(mode="json")
+    facts = [f.model_dump(mode="json") for f in extract(accepted_as).facts]
     for _ in range(2):  # the broker redelivers every stage, twice
         celery.send_task("memory.extract", kwargs={"job_id": accepted.job_id, "message": message})
         celery.send_task("memory.upsert_graph", kwargs={"job_id": accepted.job_id, "facts": facts})
@@ -83,6 +82,16 @@ def test_redelivered_tasks_have_no_second_effect(client, uid, runtime, celery):
            [(f.rel_id, f.stored_confidence, f.why) for f in before_facts]
     assert runtime.episodic.store.get("default", user, job.event_ids) == before_events
     assert client.job(accepted.job_id).state == "done"
+
+
+def test_a_finished_job_keeps_its_status_but_no_copy_of_the_text(client, uid, runtime):
+    accepted = client.remember(user_id=f"u{uid}", session_id=f"s{uid}", message_id="m1", role="user",
+                               content=f"我的密码提示是小猫{uid}")
+    [job] = client.wait([accepted.job_id])
+    record = runtime.redis.hgetall(f"mneme:job:{accepted.job_id}")
+    assert job.state == "done" and job.session_id == f"s{uid}" and job.message_id == "m1" and job.event_ids
+    assert "payload" not in record and not any(f"小猫{uid}" in v for v in record.values())
+    assert 0 < runtime.redis.ttl(f"mneme:job:{accepted.job_id}") <= runtime.settings.job_done_ttl_s
 
 
 def test_duplicate_post_is_not_processed_twice(client, uid, runtime):
@@ -112,10 +121,7 @@ def test_an_accepted_message_whose_enqueue_was_lost_is_redriven(uid, runtime, ce
 
 def test_a_poison_message_fails_its_job_with_the_error(uid, runtime, celery, client):
     job_id = str(uuid.uuid4())
-    runtime.redis.hset(f"mneme:job:{job_id}", mapping={
-        "state": "accepted", "accepted_at": time.time(),
-        "payload": json.dumps({"tenant": "default", "user_id": "u", "session_id": "s", "message_id": "x",
-                               "role": "user", "content": "x", "client_ts": 1.0})})
+    write_job(runtime, job_id)
     celery.send_task("memory.extract", kwargs={"job_id": job_id, "message": {"role": "robot"}})
     [job] = client.wait([job_id], timeout=30)
     assert job.state == "failed" and "extract" in job.error and "validation" in job.error.lower()

@@ -35,5 +35,5 @@ def test_tokenize_chinese_words_and_english_words():
 
 
 def test_keywords_prefer_rule_slots_then_content():
-    assert keywords("我总把加速度和速度搞混", ["加速度", "速度"])[:2] == ["加速度", "速度"]
-    assert len(keywords("I really enjoy learning quantum physics with videos", [])) == 3
+    assert keywords(tokenize("我总把加速度和速度搞混"), ["加速度", "速度"])[:2] == ["加速度", "速度"]
+    assert len(keywords(tokenize("I really enjoy learning quantum physics with videos"), [])) == 3

@@ -40,6 +40,7 @@ class Stack:
     flower_port: int = 5555
     beat: bool = True
     flower: bool = True
+    api_workers: int = 1  # uvicorn --workers: API processes sharing the port
     env: dict[str, str] = field(default_factory=dict)
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
 
@@ -77,7 +78,8 @@ class Stack:
         batch = self.settings.embed_batch_size
         cmds = {
             "api": [py, "-m", "uvicorn", "workers.api:create_app", "--factory", "--host", "127.0.0.1",
-                    "--port", str(self.api_port), "--no-access-log"],
+                    "--port", str(self.api_port), "--no-access-log",
+                    *(["--workers", str(self.api_workers)] if self.api_workers > 1 else [])],
             "worker-pipeline": [*celery, "worker", "-Q", "extract,llm,graph,audit,maintenance", "-c", "1",
                                 "-n", "pipeline@%h", "-l", "INFO", "--without-gossip", "--without-mingle"],
             # celery-batches buffers up to a batch of messages, so this worker prefetches a batch

@@ -70,6 +70,35 @@ class SQLiteEpisodicStore:
         self._db.transaction(write)
         return report
 
+    def bulk_insert(self, events: Sequence[StoredEvent], vectors: np.ndarray) -> int:
+        """For benchmarks and bulk imports only, not the online path (that is ``add``): insert events as
+        they are, in one transaction, with no duplicate check, merge or cap. Their ids must be new."""
+        now = time.time()
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        insert = (f"INSERT INTO events (rowid, {_COLUMNS}, embedding, updated_at) "
+                  f"VALUES ({','.join('?' * (len(_FIELDS) + 3))})")
+
+        def write(conn: sqlite3.Connection) -> int:
+            first = conn.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM events").fetchone()[0]
+            rows, fts = [], []
+            for i, event in enumerate(events):
+                values = [getattr(event, f) for f in _FIELDS]
+                values[_FIELDS.index("event_type")] = EventType(event.event_type).value
+                values[_FIELDS.index("role")] = getattr(event.role, "value", event.role)
+                values[_FIELDS.index("message_ids")] = json.dumps(event.message_ids)
+                rows.append((first + i, *values, vectors[i].tobytes(), now))
+                fts.append((first + i, " ".join(event.tokens)))
+            cache = conn.execute("PRAGMA cache_size").fetchone()[0]
+            conn.execute("PRAGMA cache_size = -262144")  # 256 MiB while loading: the indexes take random inserts
+            try:
+                conn.executemany(insert, rows)
+                conn.executemany("INSERT INTO events_fts (rowid, tokens) VALUES (?, ?)", fts)
+            finally:
+                conn.execute(f"PRAGMA cache_size = {int(cache)}")
+            return len(rows)
+
+        return self._db.transaction(write)
+
     def keyword_search(self, tenant, user_id, tokens, types, k):
         if not tokens:
             return []
