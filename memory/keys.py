@@ -29,6 +29,8 @@ expects a single Redis (or a primary with replicas), not Redis Cluster.
 | mneme:apikey-hashes                   | hash | sha256(secret) → key id                 | none (6)       |
 | mneme:ratelimit:{key_id}:{minute}     | str  | requests by one key in one minute       | 120 s          |
 | mneme:metrics:{tenant}:failed:{session} | str | marks a session counted as failed      | session TTL    |
+| mneme:audit:outbox                    | hash | audit record id → record, until written | none (8)       |
+| mneme:audit:due                       | zset | audit record id → when it is due again  | none (8)       |
 | mneme:dead-letters                    | list | failed tasks as JSON, newest first      | none (7)       |
 | mneme:dead-letters:by-id              | hash | task id → its dead-letter entry         | none (7)       |
 
@@ -41,6 +43,7 @@ expects a single Redis (or a primary with replicas), not Redis Cluster.
     older than the job TTL (no queued write can be older than that).
 (7) kept until an operator replays or drops them (``mneme dead replay|drop``); capped at 100,000
     entries, past which the oldest fall off list and hash together (``memory.deadletters``).
+(8) a record leaves once the audit sink has it (``memory.audit.outbox``); records hold hashed user ids only.
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ from dataclasses import dataclass
 PREFIX = "mneme"
 PENDING = f"{PREFIX}:pending"
 DEAD_LETTERS = f"{PREFIX}:dead-letters"
+AUDIT_OUTBOX = f"{PREFIX}:audit:outbox"
+AUDIT_DUE = f"{PREFIX}:audit:due"
 DEAD_LETTERS_BY_ID = f"{PREFIX}:dead-letters:by-id"
 
 

@@ -9,9 +9,12 @@ it came from (message ids) and why it was chosen (score parts).
 
 from __future__ import annotations
 
+import contextvars
 import re
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as Timeout
 
 from pydantic import BaseModel, Field
 
@@ -23,6 +26,9 @@ from memory.text import language, tokenize
 from memory.working import StoredMessage
 
 RRF_K = 60  # reciprocal rank fusion constant (Cormack et al.)
+# The long-term layers are asked at once, each on a thread of this pool, and waited for until the layer
+# deadline: a store that hangs (a lock, a dead server) costs a recall that long, not the driver's timeout.
+_LAYERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="recall-layer")
 
 #: Event types a query clearly asks for ("上次那个方案" → plan). Searched first; others fill up to k.
 INFERRED_TYPES: tuple[tuple[re.Pattern[str], frozenset[EventType]], ...] = tuple(
@@ -108,18 +114,32 @@ def recall(rt: Runtime, tenant: str, user_id: str, query: str, k: int = 5, sessi
     if not rt.policies.get(tenant, user_id).keeps_long_term:
         degraded["long_term"] = "off: the user has not consented to long-term memory"
     else:
-        try:
-            events = search_events(rt, tenant, user_id, query, k, event_types, inferred, include_text)
-        except MnemeError as exc:
-            degraded["episodic"] = exc.message
-        try:
-            facts = _facts(rt, tenant, user_id, query)
-        except MnemeError as exc:
-            degraded["graph"] = exc.message
+        rt.embedder  # noqa: B018 - loaded (once per process) before the layers' deadline starts
+        answers = _within_deadline(rt.settings.recall_layer_timeout_s, degraded, {
+            "episodic": lambda: search_events(rt, tenant, user_id, query, k, event_types, inferred, include_text),
+            "graph": lambda: _facts(rt, tenant, user_id, query),
+        })
+        events, facts = answers.get("episodic", []), answers.get("graph", [])
     return RecallResult(
         user_id=user_id, query=query, inferred_types=sorted(inferred), working=working, events=events,
         facts=facts, degraded=degraded, took_ms=round((time.perf_counter() - started) * 1000, 2),
     )
+
+
+def _within_deadline(timeout_s: float, degraded: dict[str, str], layers: dict[str, Callable]) -> dict:
+    """Each layer's answer; a layer that fails or does not answer within ``timeout_s`` goes to ``degraded``."""
+    deadline = time.monotonic() + timeout_s
+    futures = {name: _LAYERS.submit(contextvars.copy_context().run, ask) for name, ask in layers.items()}
+    answers = {}
+    for name, future in futures.items():
+        try:
+            answers[name] = future.result(timeout=max(0.0, deadline - time.monotonic()))
+        except Timeout:
+            future.cancel()
+            degraded[name] = f"{name} store unavailable: no answer within {timeout_s:g} s"
+        except MnemeError as exc:
+            degraded[name] = exc.message
+    return answers
 
 
 def search_events(rt: Runtime, tenant: str, user_id: str, query: str, k: int,

@@ -90,6 +90,9 @@ class Settings(BaseSettings):
 
     # --- recall ------------------------------------------------------------------------------
     recall_facts_limit: int = Field(20, ge=1, le=200)
+    recall_layer_timeout_s: float = Field(
+        2.0, gt=0, description="A long-term layer that has not answered by then is reported in `degraded`."
+    )
     recency_half_life_days: float = Field(30.0, gt=0)
     recency_boost: float = Field(0.05, ge=0, description="Up to this share added to a fresh event's score.")
     keyword_weight: float = Field(1.0, ge=0, description="Weight of the BM25 side of the fusion.")

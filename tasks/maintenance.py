@@ -7,24 +7,28 @@ from pathlib import Path
 from celery import shared_task
 
 from memory import erasure, maintenance, pipeline
-from memory.audit import eviction_record
+from memory.audit import eviction_record, outbox
 from memory.pipeline import tuning_stage
 from memory.runtime import get_runtime
 from tasks.base import MnemeTask
-from tasks.pipeline import audit, extract
+from tasks.pipeline import audit, extract, send_audit
 
 
 @shared_task(name="memory.redrive", base=MnemeTask, stage="maintenance")
 def redrive(dry_run: bool = False, limit: int = 500) -> dict:
-    """Re-send jobs accepted long ago and still not done (e.g. the broker lost them). Safe to run
-    twice or concurrently: every stage is idempotent."""
-    stale = pipeline.stale_jobs(get_runtime(), limit)
+    """Re-send jobs accepted long ago and still not done, and audit records long held and still not
+    written (e.g. the broker lost them). Safe to run twice or concurrently: every stage is idempotent."""
+    rt = get_runtime()
+    stale = pipeline.stale_jobs(rt, limit)
+    held = [] if dry_run else outbox.overdue(rt.redis, rt.settings.redrive_after_s, limit)
     if not dry_run:
         for job_id, message in stale:
             extract.apply_async(kwargs={"job_id": job_id, "message": message.model_dump(mode="json")},
                                 task_id=job_id)
+        for i in range(0, len(held), 100):
+            audit.apply_async(kwargs={"records": held[i:i + 100]})
     return {"stale": len(stale), "resent": 0 if dry_run else len(stale), "dry_run": dry_run,
-            "job_ids": [job_id for job_id, _ in stale]}
+            "job_ids": [job_id for job_id, _ in stale], "audit_records_resent": len(held)}
 
 
 @shared_task(name="memory.train_adapter", base=MnemeTask, stage="maintenance")
@@ -41,14 +45,14 @@ def decay(dry_run: bool = False, limit: int = 100_000, batch_size: int = 500) ->
     """Nightly: materialise decayed confidence, retire beliefs under the floor (kept for audit)."""
     report, records = pipeline.decay_stage(get_runtime(), dry_run=dry_run, limit=limit, batch_size=batch_size)
     if records:
-        audit.apply_async(kwargs={"records": records})
+        send_audit(records)
     return report
 
 
 def _maintain(job, dry_run: bool, limit: int, batch_size: int) -> dict:
     report = maintenance.run(get_runtime(), job, dry_run=dry_run, limit=limit, batch_size=batch_size)
     if report.evicted:
-        audit.apply_async(kwargs={"records": [eviction_record(e) for e in report.evicted]})
+        send_audit([eviction_record(e) for e in report.evicted])
     return report.model_dump()
 
 

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
 from celery.signals import worker_process_init
 from celery_batches import Batches
 
 from memory import deadletters, pipeline
+from memory.audit import outbox
 from memory.errors import TransientError
 from memory.models import Extraction, Fact, Message
 from memory.runtime import get_runtime
 from tasks.base import MnemeTask
+
+log = logging.getLogger(__name__)
 
 
 @shared_task(name="memory.extract", base=MnemeTask, stage="extract")
@@ -88,7 +93,7 @@ def embed(requests: list) -> int:
             if job_id:
                 rt.jobs.fail(job_id, "embed", f"malformed embed request: {exc}")
     try:
-        _audit(pipeline.embed_stage(rt, [item for _, item in items]))
+        send_audit(pipeline.embed_stage(rt, [item for _, item in items]))
         return len(items)
     except TransientError as exc:
         for request, item in items:
@@ -97,7 +102,7 @@ def embed(requests: list) -> int:
     except Exception:  # noqa: BLE001 - isolate the request that broke the batch
         for request, item in items:
             try:
-                _audit(pipeline.embed_stage(rt, [item]))
+                send_audit(pipeline.embed_stage(rt, [item]))
             except TransientError as exc:
                 _retry(request, item, exc)
             except Exception as exc:  # noqa: BLE001
@@ -106,9 +111,16 @@ def embed(requests: list) -> int:
         return 0
 
 
-def _audit(records: list[dict]) -> None:
-    if records:
+def send_audit(records: list[dict]) -> None:
+    """Hold the records in the audit outbox (so the redrive task re-sends them if their message is
+    lost), then queue them for the sink."""
+    if not records:
+        return
+    outbox.hold(get_runtime().redis, records)
+    try:
         audit.apply_async(kwargs={"records": records})
+    except Exception:  # noqa: BLE001 - the records are held; the redrive task sends them
+        log.exception("could not queue %d audit records; the redrive task will", len(records))
 
 
 def _dead_letter(request, exc: Exception, job_id: str | None, retries: int = 0) -> None:
@@ -129,12 +141,14 @@ def _retry(request, item: pipeline.EmbedItem, exc: Exception) -> None:
 @shared_task(name="memory.upsert_graph", base=MnemeTask, stage="graph")
 def upsert_graph(job_id: str, facts: list[dict], received_at: float = 0.0) -> int:
     records = pipeline.graph_stage(get_runtime(), job_id, [Fact.model_validate(f) for f in facts], received_at)
-    _audit(records)
+    send_audit(records)
     pipeline.graph_done(get_runtime(), job_id)
     return len(records)
 
 
 @shared_task(name="memory.audit", base=MnemeTask, stage="audit")
 def audit(records: list[dict]) -> int:
-    get_runtime().audit.write(records)
+    rt = get_runtime()
+    rt.audit.write(records)
+    outbox.release(rt.redis, [r["id"] for r in records])
     return len(records)
