@@ -744,6 +744,11 @@ def rows(r: dict) -> list[tuple[str, str, str, str, str, str]]:
         out.append((f"appends/s, {m['clients']} client processes", f"{m['appends_per_s']:,.0f}/s",
                     f"{b['appends_per_s']:,.0f}/s", f"{m['appends_per_s'] / b['appends_per_s']:.2f}x",
                     ">= 10,000/s", verdict(m["appends_per_s"] >= 10_000)))
+        capacity, raw_capacity = 1e6 / m["server_cpu_us_per_append"], 1e6 / b["server_cpu_us_per_append"]
+        out.append(("  Redis capacity: 1 s / server CPU per append", f"{capacity:,.0f}/s", f"{raw_capacity:,.0f}/s",
+                    f"{capacity / raw_capacity:.2f}x", "(>= 10,000/s)", verdict(capacity >= 10_000)))
+        out.append(("  client CPU per append (Python, per process)", f"{m['client_cpu_us_per_append']:.0f} us",
+                    f"{b['client_cpu_us_per_append']:.0f} us", "-", "(info)", ""))
     if "memory" in r:
         m = r["memory"]
         groups = m["by_key_group_mb (MEMORY USAGE)"]

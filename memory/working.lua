@@ -1,5 +1,5 @@
 -- Working memory: every change to a session is one atomic step of this script.
--- KEYS: meta, msg, full, snap, ids, job, pending, user_sessions, metrics, policy
+-- KEYS: meta, msg, full, snap, ids, job, pending, user_sessions, metrics, policy, queue
 -- ARGV[1] = op: 'append' | 'rollback' | 'read' | 'get'
 --
 -- A snapshot is the list of message seqs ordered by client timestamp, comma-joined, with a run of
@@ -13,7 +13,7 @@
 -- The session id is not stored (it is the key's).
 
 local meta, msg, full, snap, ids, job, pending = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local user_sessions, metrics, policy = KEYS[8], KEYS[9], KEYS[10]
+local user_sessions, metrics, policy, queue = KEYS[8], KEYS[9], KEYS[10], KEYS[11]
 local op = ARGV[1]
 
 -- A snapshot is handled as spans: {first, last} runs of consecutive seqs, in snapshot order.
@@ -158,7 +158,7 @@ end
 
 if op == 'append' then
   -- ARGV: op, user, message_id, content_hash, ts, record_tail, full_text, window, kept, ttl,
-  --       job_json, job_ttl, now, job_id, session_id, check_child, read_back, job_who
+  --       job_json, job_ttl, now, job_id, session_id, check_child, read_back, job_who, task
   local user, message_id, chash = ARGV[2], ARGV[3], ARGV[4]
   local ts_text, tail, full_text = ARGV[5], ARGV[6], ARGV[7]
   local ts = tonumber(ts_text)
@@ -230,6 +230,7 @@ if op == 'append' then
   redis.call('HSET', job, 'state', 'accepted', 'accepted_at', now, 'who', ARGV[18], 'payload', job_json)
   redis.call('EXPIRE', job, job_ttl)
   redis.call('ZADD', pending, now, job_id)
+  if ARGV[19] ~= '' then redis.call('LPUSH', queue, ARGV[19]) end  -- the job's first task, on the broker
   if ARGV[17] == '1' then  -- the window at the new head comes back in the same step
     if in_window == 0 then spans = snapshot(head) or {} end
     return {'ok', version, in_window, records(spans), user}

@@ -77,15 +77,16 @@ class WorkingMemory:
         self._script = client.register_script(_LUA)
         self._open_key = open_key
 
-    def _run(self, tenant: str, session_id: str, *args: object, job_id: str = "", user_id: str = "") -> list:
+    def _run(self, tenant: str, session_id: str, *args: object, job_id: str = "", user_id: str = "",
+             queue: str = "") -> list:
         k = keys.session(tenant, session_id)
         job_key = keys.job(job_id) if job_id else keys.job("-")
         sessions = keys.user_sessions(tenant, user_id) if user_id else keys.user_sessions(tenant, "-")
         policy = keys.user(tenant, user_id) if user_id else keys.user(tenant, "-")
         try:
             with telemetry.observe_working(str(args[0])):  # args[0] is the op: append, read, rollback, get
-                return self._script(keys=[*k.all(), job_key, keys.PENDING, sessions, keys.metrics(tenant), policy],
-                                    args=args)
+                return self._script(keys=[*k.all(), job_key, keys.PENDING, sessions, keys.metrics(tenant), policy,
+                                          queue or keys.job("-")], args=args)
         except REDIS_ERRORS as exc:
             raise TransientError(f"working memory unavailable: {exc}") from exc
 
@@ -104,6 +105,7 @@ class WorkingMemory:
         seal_key: bytes | None = None,
         child_seal_key: Callable[[], bytes | None] | None = None,
         read_back: bool = False,
+        task: Callable[[Message], tuple[str, str]] | None = None,
     ) -> Accepted:
         """Append a message. With ``seal_key`` (child mode) its text is stored encrypted at rest, in the
         window, the full-text store and the queued job alike.
@@ -111,7 +113,8 @@ class WorkingMemory:
         ``child_seal_key`` instead of ``seal_key``: the user's child-mode flag is checked in the same Redis
         step, and only for a child is the key fetched (this callable) and the text sealed — one round trip
         for everyone else. ``read_back``: the window at the new head comes back too (``Accepted.window``),
-        still in one step."""
+        still in one step. ``task``: given the accepted message, a (list key, payload) to LPUSH in the
+        same step — the API queues the message's extraction this way, so acceptance and queueing are atomic."""
         s = self._settings
         now = round(time.time(), 3)
         ts = round(min(client_ts, now + s.max_clock_skew_s), 3)
@@ -133,13 +136,14 @@ class WorkingMemory:
                     f'"c":{json.dumps(protect(shown), ensure_ascii=False)}'
                     + (f',"d":{json.dumps(device_id, ensure_ascii=False)}' if device_id is not None else "")
                     + (',"x":true}' if truncated else "}"))
+            queue, queued = task(message) if task else ("", "")
             reply = self._run(
                 tenant, session_id, "append", user_id, message_id, digest, repr(ts), tail,
                 protect(text) if truncated else "", s.window_size, s.versions_kept, s.session_ttl_s,
                 message.model_dump_json(exclude_defaults=True), s.job_ttl_s, now, job_id, session_id,
                 "1" if check_child else "0", "1" if read_back else "0",
-                json.dumps([tenant, user_id, session_id, message_id], ensure_ascii=False),
-                job_id=job_id, user_id=user_id,
+                json.dumps([tenant, user_id, session_id, message_id], ensure_ascii=False), queued,
+                job_id=job_id, user_id=user_id, queue=queue,
             )
             if reply[0] != "child":
                 break

@@ -178,7 +178,8 @@ def unacked(rt: Runtime) -> dict[str, tuple[str, str, str]]:
 
 
 def task_kwargs(raw: dict) -> dict:
-    return json.loads(base64.b64decode(raw["body"]))[1]
+    body = raw["body"]  # base64 as Celery publishes; plain JSON as the API queues an extraction (tasks.envelope)
+    return json.loads(base64.b64decode(body) if raw["properties"].get("body_encoding") == "base64" else body)[1]
 
 
 def queued(rt: Runtime, queue: str) -> list[dict]:

@@ -1,6 +1,7 @@
 """The write path end to end on real Celery worker processes: extraction, embedding, graph merge,
 recall; redelivered tasks and lost enqueues change nothing and lose nothing."""
 
+import json
 import time
 import uuid
 
@@ -117,6 +118,24 @@ def test_an_accepted_message_whose_enqueue_was_lost_is_redriven(uid, runtime, ce
     [job] = client.wait([job_id], timeout=60)
     assert job.state == "done"
     assert ("name", "小红") in {(f.relation, f.object) for f in client.recall(user_id=f"u{uid}", query="名字").facts}
+
+
+def test_the_extraction_is_queued_with_its_message_and_the_request_id_but_shows_no_text(uid, stack, client):
+    """The API queues the extraction inside the step that accepts the message (tasks.envelope): the worker
+    runs it, its log lines carry the HTTP request's id, and the task's description shows no message text."""
+    import httpx
+
+    secret = f"我的秘密是蓝色气球{uid}"
+    response = httpx.post(f"{stack.api_url}/v1/messages", headers={"X-Request-ID": f"req-{uid}"}, json={
+        "user_id": f"u{uid}", "session_id": f"s{uid}", "message_id": "m1", "role": "user", "content": secret,
+        "client_ts": time.time()})
+    assert response.status_code == 202, response.text
+    [job] = client.wait([response.json()["job_id"]])
+    assert job.state == "done" and job.event_ids
+    lines = [json.loads(line) for line in (stack.logs / "worker-pipeline.log").read_text("utf-8").splitlines()
+             if line.startswith("{") and f"req-{uid}" in line]
+    assert any(line["task_name"] == "memory.extract" for line in lines)
+    assert not any(secret in line.get("message", "") for line in lines)
 
 
 def test_a_poison_message_fails_its_job_with_the_error(uid, runtime, celery, client):

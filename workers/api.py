@@ -5,10 +5,7 @@ Run: ``uvicorn workers.api:create_app --factory``. OpenAPI at ``/docs``.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import logging
-import queue
 import threading
 import time
 from contextlib import asynccontextmanager
@@ -37,7 +34,9 @@ from memory.runtime import Runtime, get_runtime
 from memory.tenants import authenticate
 from memory.text import clean
 from memory.working import RolledBack, SessionView
-from workers.celery_app import create_celery
+from tasks.envelope import task_message
+from workers.celery_app import ROUTES
+from workers.logs import request_id
 from workers.observability import install
 from workers.schemas import (
     BeliefIn,
@@ -70,6 +69,7 @@ def tenant_of(request: Request) -> str:
 
 
 Tenant = Annotated[str, Depends(tenant_of)]
+EXTRACT_QUEUE = ROUTES["memory.extract"]
 
 
 async def tenant_of_now(request: Request) -> str:
@@ -81,85 +81,14 @@ async def tenant_of_now(request: Request) -> str:
     return await run_in_threadpool(tenant_of, request)
 
 
-class TaskSender:
-    """Publishes ``memory.extract`` tasks from one background thread, in acceptance order, so a request
-    does not wait for the broker (a Celery publish costs more than the rest of an enqueue). Safe because
-    the job is recorded as pending in the same Redis step that accepts the message: a send that never
-    happens (the process dies first, the broker refuses, the backlog is full) is re-sent by
-    ``memory.redrive``, exactly as a failed inline send was. Tasks queued meanwhile go out together, in
-    one Redis pipeline (kombu's ``Producer.batch``): the same messages and task-sent events, fewer round
-    trips (it waits up to ``linger`` seconds for them). Each send runs in its request's context, so the
-    request id still reaches the task headers."""
-
-    def __init__(self, celery, batch: int = 32, linger: float = 0.02,  # noqa: ANN001 - a Celery app
-                 backlog: int = 10_000) -> None:
-        self._celery = celery
-        self._batch, self._linger = batch, linger
-        self._queue: queue.Queue = queue.Queue(maxsize=backlog)
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def submit(self, job_id: str, message: dict) -> None:
-        if self._thread is None or not self._thread.is_alive():  # first use, or used again after close()
-            with self._lock:
-                if self._thread is None or not self._thread.is_alive():
-                    self._thread = threading.Thread(target=self._run, name="task-sender", daemon=True)
-                    self._thread.start()
-        try:
-            self._queue.put_nowait((contextvars.copy_context(), job_id, message))
-        except queue.Full:
-            log.warning("send backlog full; job %s stays pending and the redrive task will send it", job_id)
-
-    def _run(self) -> None:
-        while True:
-            items = [self._queue.get()]
-            deadline = time.monotonic() + self._linger
-            while items[-1] is not None and len(items) < self._batch:
-                try:  # a few ms for more to come: a batch costs much less per task than single sends
-                    items.append(self._queue.get(timeout=max(0.0, deadline - time.monotonic())))
-                except queue.Empty:
-                    break
-            if items[-1] is None:  # close(): send what came before, then stop
-                self._publish(items[:-1])
-                return
-            self._publish(items)
-
-    def _publish(self, items: list) -> None:
-        if not items:
-            return
-        try:
-            with self._celery.producer_or_acquire() as producer:
-                with producer.batch() if hasattr(producer, "batch") else contextlib.nullcontext():
-                    for context, job_id, message in items:
-                        context.run(self._send, producer, job_id, message)
-        except Exception:  # noqa: BLE001 - the jobs are recorded as pending; redrive will send them
-            log.exception("could not queue jobs %s; the redrive task will", [job_id for _, job_id, _ in items])
-
-    def _send(self, producer, job_id: str, message: dict) -> None:  # noqa: ANN001 - a kombu Producer
-        try:
-            self._celery.send_task("memory.extract", task_id=job_id, kwargs={"job_id": job_id, "message": message},
-                                   producer=producer)
-        except Exception:  # noqa: BLE001 - the job is recorded as pending; redrive will send it
-            log.exception("could not queue job %s; the redrive task will", job_id)
-
-    def close(self, timeout: float = 10.0) -> None:
-        """Send what is queued (graceful shutdown), waiting at most ``timeout`` seconds."""
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join(timeout)
-
-
 def create_app(runtime: Runtime | None = None) -> FastAPI:
     rt = runtime or get_runtime()
-    celery = create_celery(rt.settings)
-    sender = TaskSender(celery)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         # load the query embedder in the background: /healthz says "loading" until it is ready
         threading.Thread(target=lambda: rt.embedder, name="embedder-preload", daemon=True).start()
         yield
-        await run_in_threadpool(sender.close)
 
     app = FastAPI(title="Mneme", version="0.1.0", lifespan=lifespan, responses=ERRORS,
                   description="Memory backend for AI agents: working, episodic and semantic memory.")
@@ -194,9 +123,9 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
     @app.post("/v1/messages", status_code=202, response_model=MessageAccepted, tags=["write"])
     async def post_message(tenant: Annotated[str, Depends(tenant_of_now)], body: MessageIn) -> MessageAccepted:
         """Append a message to the session's working memory and queue it for long-term memory."""
-        # Runs on the event loop, not in the thread pool: the work is one Redis round trip (the Lua step;
-        # two more to bind a new device, a key lookup for a child) and the publish is handed to the
-        # sender thread, so a thread hop would cost more than it saves. Redis' socket timeouts bound a stall.
+        # Runs on the event loop, not in the thread pool: the work is one Redis round trip (the Lua step
+        # that also queues the extraction; two more to bind a new device, a key lookup for a child), so a
+        # thread hop would cost more than it saves. Redis' socket timeouts bound a stall.
         limit = rt.settings.content_max_chars
         if len(body.content) > limit:
             raise InvalidInput(f"content has {len(body.content)} characters; the limit is {limit}: split it")
@@ -210,9 +139,10 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
             tenant=tenant, user_id=body.user_id, session_id=body.session_id, message_id=body.message_id,
             role=body.role, content=body.content, client_ts=body.client_ts, job_id=job_id,
             device_id=body.device_id, child_seal_key=lambda: rt.keys.get(tenant, body.user_id),
+            task=lambda message: (EXTRACT_QUEUE, task_message(
+                "memory.extract", job_id, {"job_id": job_id, "message": message.model_dump(mode="json")},
+                EXTRACT_QUEUE, request_id.get())),
         )
-        if not accepted.duplicate:
-            sender.submit(job_id, accepted.message.model_dump(mode="json"))
         return MessageAccepted(
             job_id=job_id, version=accepted.version, session_id=body.session_id, message_id=body.message_id,
             duplicate=accepted.duplicate, in_window=accepted.in_window, client_ts=accepted.message.client_ts,

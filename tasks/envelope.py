@@ -1,0 +1,43 @@
+"""A Celery task message built by hand, for the one place that queues a task inside a Redis step of its
+own: the API accepts a message, records its job and queues its extraction in one atomic step
+(``memory/working.lua``), so an accepted message always has its task on the broker, and the API spends no
+time in a Celery publish.
+
+The message is what ``app.send_task`` puts on a kombu Redis-transport queue (Celery message protocol 2,
+JSON), with three differences: the body is plain JSON (no ``body_encoding``, which kombu then reads as is);
+``kwargsrepr`` names the arguments without their values, so Flower and logs never show a message's text;
+and no ``task-sent`` event is sent (Flower sees the task from ``task-received`` on). It works because the
+broker is the working-memory Redis (``Settings.broker_url``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import uuid
+
+from tasks.signals import REQUEST_ID_HEADER
+
+_ORIGIN = f"gen{os.getpid()}@{socket.gethostname()}"
+_EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
+
+
+def task_message(task: str, task_id: str, kwargs: dict, queue: str, request_id: str | None = None) -> str:
+    """The JSON to LPUSH onto the list named ``queue`` to run ``task(**kwargs)`` with id ``task_id``."""
+    headers = {
+        "lang": "py", "task": task, "id": task_id, "shadow": None, "eta": None, "expires": None, "group": None,
+        "group_index": None, "retries": 0, "timelimit": [None, None], "root_id": task_id, "parent_id": None,
+        "argsrepr": "()", "kwargsrepr": "{" + ", ".join(f"{name!r}: …" for name in kwargs) + "}",
+        "origin": _ORIGIN, "ignore_result": True, "replaced_task_nesting": 0, "stamped_headers": None, "stamps": {},
+    }
+    if request_id:
+        headers[REQUEST_ID_HEADER] = request_id
+    return json.dumps({
+        "body": json.dumps([[], kwargs, _EMBED], ensure_ascii=False),
+        "content-encoding": "utf-8",
+        "content-type": "application/json",
+        "headers": headers,
+        "properties": {"correlation_id": task_id, "delivery_mode": 2, "priority": 0,
+                       "delivery_info": {"exchange": "", "routing_key": queue}, "delivery_tag": str(uuid.uuid4())},
+    }, ensure_ascii=False)
