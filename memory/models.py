@@ -73,7 +73,9 @@ class Message(BaseModel):
     version: int = 0
 
 
-class Event(BaseModel):
+class EventBase(BaseModel):
+    """What an event is, in extraction (``Event``) and in the episodic store (``StoredEvent``) alike."""
+
     event_id: str
     tenant: str
     user_id: str
@@ -81,13 +83,16 @@ class Event(BaseModel):
     ts: float
     event_type: EventType
     role: Role
-    keywords: list[str] = Field(max_length=3)
-    summary: str = Field(max_length=50)
     text_hash: str
     message_ids: list[str]
     confidence: float = Field(ge=0.0, le=1.0)
     count: int = 1
-    tokens: list[str] = Field(default_factory=list, description="Search tokens (zh bigrams, en words).")
+
+
+class Event(EventBase):
+    keywords: list[str] = Field(max_length=3)
+    summary: str = Field(max_length=50)
+    tokens: list[str] = Field(default_factory=list, description="Search tokens (zh words, en words).")
 
 
 class Fact(BaseModel):

@@ -1,8 +1,9 @@
 """Working memory: the last N cleaned messages of a session in Redis, versioned for rollback.
 
 Each change is one Lua step (``working.lua``): concurrent writers never lose a message, and a
-rollback restores a whole snapshot at once. Accepting a message also records its pipeline job in
-the same step, so nothing accepted can be lost between Redis and the queue.
+rollback restores a whole snapshot at once. Accepting a message also records its pipeline job and
+(from the API) pushes its first task onto the broker in the same step, so nothing accepted can be lost
+between Redis and the queue.
 """
 
 from __future__ import annotations

@@ -13,12 +13,12 @@ its threads would outlive the tests).
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from tests.server_process import ServerProcess, tail
 
 DATABASE = "mneme"
 USER, PASSWORD = "root", "mneme-test-password"
@@ -29,53 +29,40 @@ class BoltServerError(RuntimeError):
     pass
 
 
-class BoltServer:
+class BoltServer(ServerProcess):
+    prefix, error = "mneme-bolt-", BoltServerError
+
     def __init__(self, database: str = DATABASE, password: str = PASSWORD, attempts: int = 3) -> None:
-        self.database, self.password, self.attempts = database, password, attempts
-        self.root: Path | None = None
-        self.port = 0
-        self.startup_s = 0.0
-        self._proc: subprocess.Popen[bytes] | None = None
+        super().__init__(attempts)
+        self.database, self.password = database, password
 
     @property
     def url(self) -> str:
         return f"bolt://{USER}:{self.password}@127.0.0.1:{self.port}/{self.database}"
 
     def start(self, timeout: float = 90.0) -> BoltServer:
-        """Start on free ports (retrying with others if one was taken meanwhile) and return once the
-        ``neo4j`` driver has run a query on the database."""
-        began = time.monotonic()
-        self.root = Path(tempfile.mkdtemp(prefix="mneme-bolt-"))
-        error: BoltServerError | None = None
-        for attempt in range(self.attempts):
-            try:
-                self._start_once(self.root / f"run{attempt}", began + timeout)
-                self.startup_s = time.monotonic() - began
-                return self
-            except BoltServerError as exc:
-                error = exc
-                self._end_child()
-        self.stop()
-        raise BoltServerError(f"no Bolt server after {self.attempts} attempts: {error}")
+        """Start on free ports and return once the ``neo4j`` driver has run a query on the database."""
+        return super().start(timeout)
 
     def _start_once(self, root: Path, deadline: float) -> None:
-        from workers.stack import free_port  # here, not at the top: the child runs this file as a script
+        from workers.stack import free_port
 
         root.mkdir(parents=True)
         self.port, http_port = free_port(), free_port()
         ready = root / "ready"
         log = (root / "server.log").open("wb")
-        env = {**os.environ, "ARCADEDB_JVM_ERROR_FILE": str(root / "hs_err_%p.log")}
+        env = {**os.environ, "ARCADEDB_JVM_ERROR_FILE": str(root / "hs_err_%p.log"),
+               "PYTHONPATH": str(Path(__file__).resolve().parents[1])}  # the child imports tests.*
         self._proc = subprocess.Popen(
-            [sys.executable, __file__, str(root / "data"), str(self.port), str(http_port), self.database,
-             self.password, str(ready)],
+            [sys.executable, "-m", "tests.bolt_server", str(root / "data"), str(self.port), str(http_port),
+             self.database, self.password, str(ready)],
             cwd=root, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, env=env)
         log.close()
         while not ready.exists():
             if self._proc.poll() is not None:
-                raise BoltServerError(f"server exited with {self._proc.returncode}: {_tail(root / 'server.log')}")
+                raise BoltServerError(f"server exited with {self._proc.returncode}: {tail(root / 'server.log')}")
             if time.monotonic() > deadline:
-                raise BoltServerError(f"server not ready in time: {_tail(root / 'server.log')}")
+                raise BoltServerError(f"server not ready in time: {tail(root / 'server.log')}")
             time.sleep(0.05)
         self._wait_for_driver(deadline)
 
@@ -107,25 +94,6 @@ class BoltServer:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
-
-    def stop(self) -> None:
-        self._end_child()
-        if self.root is not None:
-            shutil.rmtree(self.root, ignore_errors=True)
-            self.root = None
-
-    def __enter__(self) -> BoltServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-def _tail(path: Path, chars: int = 2000) -> str:
-    try:
-        return path.read_text(errors="replace")[-chars:]
-    except OSError:
-        return "(no log)"
 
 
 def _serve(data: str, bolt_port: str, http_port: str, database: str, password: str, ready: str) -> None:

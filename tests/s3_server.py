@@ -22,11 +22,12 @@ import socket
 import subprocess
 import sys
 import sysconfig
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from tests.server_process import ServerProcess, tail
 
 ACCESS_KEY, SECRET_KEY = "mneme-test-access-key", "mneme-test-secret-key"
 REGION = "us-east-1"
@@ -92,14 +93,12 @@ def _die_with_parent() -> Callable[[], None] | None:
     return lambda: prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-class S3Server:
+class S3Server(ServerProcess):
+    prefix, error = "mneme-s3-", S3ServerError
+
     def __init__(self, attempts: int = 3) -> None:
-        self.attempts = attempts
-        self.root: Path | None = None
-        self.port = 0
-        self.startup_s = 0.0
+        super().__init__(attempts)
         self.version = ""
-        self._proc: subprocess.Popen[bytes] | None = None
         self._grpc_ports: dict[str, int] = {}
 
     @property
@@ -124,30 +123,19 @@ class S3Server:
                                               retries={"max_attempts": attempts, "mode": "standard"}))
 
     def start(self, timeout: float = 60.0) -> S3Server:
-        """Start on free ports (retrying with others if one was taken meanwhile) and return once an
-        authenticated S3 call (ListBuckets) succeeds."""
-        began = time.monotonic()
+        """Start on free ports and return once an authenticated S3 call (ListBuckets) succeeds."""
         self.version = weed_version()
-        self.root = Path(tempfile.mkdtemp(prefix="mneme-s3-"))
-        config = self.root / "s3.json"
-        config.write_text(json.dumps({"identities": [{
+        return super().start(timeout)
+
+    def _prepare(self, root: Path) -> None:
+        (root / "s3.json").write_text(json.dumps({"identities": [{
             "name": "mneme-test",
             "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
             "actions": ["Admin", "Read", "List", "Tagging", "Write"],
         }]}))
-        error: S3ServerError | None = None
-        for attempt in range(self.attempts):
-            try:
-                self._start_once(self.root / f"run{attempt}", config, began + timeout)
-                self.startup_s = time.monotonic() - began
-                return self
-            except S3ServerError as exc:
-                error = exc
-                self._end_child()
-        self.stop()
-        raise S3ServerError(f"no S3 server after {self.attempts} attempts: {error}")
 
-    def _start_once(self, root: Path, config: Path, deadline: float) -> None:
+    def _start_once(self, root: Path, deadline: float) -> None:
+        config = root.parent / "s3.json"
         root.mkdir(parents=True)
         (root / "data").mkdir()
         master, master_grpc, volume, volume_grpc, filer, filer_grpc, s3, s3_grpc = free_ports(8)
@@ -184,7 +172,7 @@ class S3Server:
             while time.monotonic() < deadline:
                 assert self._proc is not None
                 if self._proc.poll() is not None:
-                    raise S3ServerError(f"weed exited with {self._proc.returncode}: {_tail(root / 'server.log')}")
+                    raise S3ServerError(f"weed exited with {self._proc.returncode}: {tail(root / 'server.log')}")
                 try:
                     answer = client.list_buckets()
                     server = answer["ResponseMetadata"]["HTTPHeaders"].get("server", "")
@@ -200,7 +188,7 @@ class S3Server:
                 time.sleep(0.05)
         finally:
             client.close()
-        raise S3ServerError(f"S3 not ready in time ({last}): {_tail(root / 'server.log')}")
+        raise S3ServerError(f"S3 not ready in time ({last}): {tail(root / 'server.log')}")
 
     def _end_child(self) -> None:
         """SIGTERM to the whole process group, SIGKILL if it lingers."""
@@ -223,25 +211,6 @@ class S3Server:
         for component, port in self._grpc_ports.items():
             Path(f"/tmp/seaweedfs-{component}-grpc-{port}.sock").unlink(missing_ok=True)
         self._grpc_ports = {}
-
-    def stop(self) -> None:
-        self._end_child()
-        if self.root is not None:
-            shutil.rmtree(self.root, ignore_errors=True)
-            self.root = None
-
-    def __enter__(self) -> S3Server:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-def _tail(path: Path, chars: int = 2000) -> str:
-    try:
-        return path.read_text(errors="replace")[-chars:]
-    except OSError:
-        return "(no log)"
 
 
 if __name__ == "__main__":  # python -m tests.s3_server: start, report, stop

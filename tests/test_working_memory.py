@@ -141,3 +141,15 @@ def test_undo_is_itself_undoable_and_version_zero_is_the_empty_session(client, u
     assert client.rollback(f"s{uid}").restored == 1  # undo the undo
     assert [m.message_id for m in client.messages(f"s{uid}").messages] == ["m1"]
     assert client.messages(f"s{uid}").version == 3
+
+
+def test_post_can_return_the_window_in_the_same_step(client, uid):
+    """What an agent needs for its next prompt, without a second call: zh and en, in client-time order,
+    and for a retried message_id too."""
+    post(client, uid, 1, "我喜欢物理", ts=1_700_000_010)
+    late = post(client, uid, 2, "I prefer short answers", ts=1_700_000_005, window=True)
+    assert [m.content for m in late.window.messages] == ["I prefer short answers", "我喜欢物理"]
+    assert late.window.head == late.version == client.messages(f"s{uid}").head
+    again = post(client, uid, 2, "I prefer short answers", ts=1_700_000_005, window=True)
+    assert again.duplicate and again.window == late.window
+    assert post(client, uid, 3, "好的").window is None  # only when asked

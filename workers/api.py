@@ -16,7 +16,6 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memory import feedback, ids
@@ -72,15 +71,6 @@ Tenant = Annotated[str, Depends(tenant_of)]
 EXTRACT_QUEUE = ROUTES["memory.extract"]
 
 
-async def tenant_of_now(request: Request) -> str:
-    """``tenant_of`` for the hot write path: with auth off there is nothing to look up, so no thread-pool
-    hop; with auth on, the key lookup (Redis) runs in the thread pool as for every other route."""
-    rt: Runtime = request.app.state.runtime
-    if not rt.settings.auth_required:
-        return rt.settings.tenant
-    return await run_in_threadpool(tenant_of, request)
-
-
 def create_app(runtime: Runtime | None = None) -> FastAPI:
     rt = runtime or get_runtime()
 
@@ -121,11 +111,10 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         })
 
     @app.post("/v1/messages", status_code=202, response_model=MessageAccepted, tags=["write"])
-    async def post_message(tenant: Annotated[str, Depends(tenant_of_now)], body: MessageIn) -> MessageAccepted:
-        """Append a message to the session's working memory and queue it for long-term memory."""
-        # Runs on the event loop, not in the thread pool: the work is one Redis round trip (the Lua step
-        # that also queues the extraction; two more to bind a new device, a key lookup for a child), so a
-        # thread hop would cost more than it saves. Redis' socket timeouts bound a stall.
+    def post_message(tenant: Tenant, body: MessageIn, window: bool = False) -> MessageAccepted:
+        """Append a message to the session's working memory and queue it for long-term memory. With
+        `window=true` the answer carries the session's window too (what an agent puts in its next prompt),
+        read in the same Redis step."""
         limit = rt.settings.content_max_chars
         if len(body.content) > limit:
             raise InvalidInput(f"content has {len(body.content)} characters; the limit is {limit}: split it")
@@ -138,7 +127,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         accepted = rt.working.append(
             tenant=tenant, user_id=body.user_id, session_id=body.session_id, message_id=body.message_id,
             role=body.role, content=body.content, client_ts=body.client_ts, job_id=job_id,
-            device_id=body.device_id, child_seal_key=lambda: rt.keys.get(tenant, body.user_id),
+            device_id=body.device_id, child_seal_key=lambda: rt.keys.get(tenant, body.user_id), read_back=window,
             task=lambda message: (EXTRACT_QUEUE, task_message(
                 "memory.extract", job_id, {"job_id": job_id, "message": message.model_dump(mode="json")},
                 EXTRACT_QUEUE, request_id.get())),
@@ -146,6 +135,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         return MessageAccepted(
             job_id=job_id, version=accepted.version, session_id=body.session_id, message_id=body.message_id,
             duplicate=accepted.duplicate, in_window=accepted.in_window, client_ts=accepted.message.client_ts,
+            window=(accepted.window or rt.working.read(tenant, body.session_id)) if window else None,
         )
 
     @app.get("/v1/sessions/{session_id}/messages", response_model=SessionView, tags=["working memory"])

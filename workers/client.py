@@ -45,12 +45,14 @@ class MnemeClient:
         return response.json()
 
     def remember(self, *, user_id: str, session_id: str, message_id: str, role: Role | str, content: str,
-                 client_ts: float | datetime | None = None, device_id: str | None = None) -> MessageAccepted:
+                 client_ts: float | datetime | None = None, device_id: str | None = None,
+                 window: bool = False) -> MessageAccepted:
         ts = client_ts if client_ts is not None else time.time()
         body = {"user_id": user_id, "session_id": session_id, "message_id": message_id, "role": str(role),
                 "content": content, "client_ts": ts.isoformat() if isinstance(ts, datetime) else ts,
                 "device_id": device_id}
-        return MessageAccepted.model_validate(self._call("POST", "/v1/messages", json=body))
+        params = {"window": "true"} if window else {}
+        return MessageAccepted.model_validate(self._call("POST", "/v1/messages", json=body, params=params))
 
     def messages(self, session_id: str, version: int | None = None) -> SessionView:
         params = {} if version is None else {"version": version}

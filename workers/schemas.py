@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from memory.beliefs import Belief
 from memory.models import EventType, Relation, Role
 from memory.reviews import Review
+from memory.working import SessionView
 
 Id = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$", examples=["u_42"],
                           description="1-128 characters: letters, digits and _ . : @ -")]
@@ -45,6 +46,8 @@ class MessageAccepted(BaseModel):
     duplicate: bool = Field(description="True when this message_id was accepted before (a retry).")
     in_window: bool = Field(description="False when client_ts is older than the whole working window.")
     client_ts: float = Field(description="The timestamp used for ordering (after clamping).")
+    window: SessionView | None = Field(None, description="With `?window=true`: the session's window at the new "
+                                                         "head, read in the same step as the append.")
 
 
 class RollbackIn(BaseModel):

@@ -20,7 +20,7 @@ from typing import Protocol
 import numpy as np
 from pydantic import BaseModel, Field
 
-from memory.models import EventType, Role
+from memory.models import EventBase, EventType
 
 TYPE_WEIGHT = {EventType.greeting: 0.1, EventType.small_talk: 0.1, EventType.statement: 0.5,
                EventType.question: 0.7}
@@ -28,21 +28,10 @@ MAX_MERGED_CONFIDENCE = 0.99
 UPDATABLE = frozenset({"weight", "noise", "status"})
 
 
-class StoredEvent(BaseModel):
+class StoredEvent(EventBase):
     """An event as the store holds it: metadata, a sealed payload and keyed tokens — no plaintext."""
 
-    event_id: str
-    tenant: str
-    user_id: str
-    session_id: str
-    ts: float
-    event_type: EventType
-    role: Role
     lang: str
-    text_hash: str
-    message_ids: list[str]
-    confidence: float
-    count: int = 1
     weight: float = 1.0
     noise: float = 1.0
     status: str = "live"
