@@ -852,7 +852,7 @@ def print_table(table: list[tuple[str, ...]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections to run")
-    parser.add_argument("--working-ops", type=int, default=5000)
+    parser.add_argument("--working-ops", type=int, default=8000)
     parser.add_argument("--clients", type=int, default=4, help="client processes for appends/s")
     parser.add_argument("--e2e-messages", type=int, default=1500)
     parser.add_argument("--api-rate", type=float, default=500)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from importlib import resources
 
 import redis
-from pydantic import AliasChoices, BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field, TypeAdapter
 
 from memory import keys, telemetry
 from memory.crypto import SEALED_TEXT, open_text, seal_text
@@ -43,6 +43,9 @@ class StoredMessage(BaseModel):
     truncated: bool = Field(False, validation_alias=AliasChoices("truncated", "x"))
     version: int = _short("version", "v")
     seq: int = _short("seq", "s")
+
+
+_RECORDS = TypeAdapter(list[StoredMessage])
 
 
 class SessionView(BaseModel):
@@ -170,7 +173,7 @@ class WorkingMemory:
     def _parse(session_id: str, raw: list) -> list[StoredMessage]:
         """Stored records → messages, their session id given back (it is the key's, not stored)."""
         prefix = '{"session_id":' + json.dumps(session_id, ensure_ascii=False) + ","
-        return [StoredMessage.model_validate_json(prefix + r[1:]) for r in raw if r]
+        return _RECORDS.validate_json("[" + ",".join(prefix + r[1:] for r in raw if r) + "]")  # one call
 
     def read(self, tenant: str, session_id: str, version: int | None = None) -> SessionView:
         reply = self._run(tenant, session_id, "read", "" if version is None else version)
