@@ -10,9 +10,9 @@ from workers.stack import Stack, free_port
 
 
 @contextmanager
-def running_stack(tmp_path_factory, name: str, **env: str) -> Iterator[Stack]:
-    stack = Stack(tmp_path_factory.mktemp(name), api_port=free_port(), beat=False, flower=False,
-                  env={"MNEME_REDIS_URL": "", **env})
+def running_stack(tmp_path_factory, name: str, flower: bool = False, **env: str) -> Iterator[Stack]:
+    stack = Stack(tmp_path_factory.mktemp(name), api_port=free_port(), flower_port=free_port(), beat=False,
+                  flower=flower, env={"MNEME_REDIS_URL": "", **env})
     stack.start()
     try:
         yield stack

@@ -25,8 +25,10 @@ from memory.llm import LLMExtractor
 from memory.models import Message, Role
 from memory.settings import Settings
 from tests.llm_stub import StubLLM
+from tests.stacks import running_stack
 from workers import logs
 from workers.celery_app import QUEUES
+from workers.client import MnemeClient
 from workers.observability import install
 from workers.stack import free_port
 
@@ -272,3 +274,25 @@ def test_stack_serves_metrics_of_every_process_and_writes_json_logs_with_ids(sta
     assert any(line["task_id"] == job_ids[1] for line in extract)
     assert {line["service"] for line in extract} == {"worker-pipeline"}
     assert all(line["task_id"] for line in json_lines(stack.logs / "worker-embed.log") if line["task_name"])
+
+
+def test_flower_lists_the_pipeline_tasks(tmp_path_factory, uid):
+    """Workers send task events while Flower asks for them (not always: they cost CPU per task)."""
+    with running_stack(tmp_path_factory, "flower", flower=True, MNEME_CONSENT_REQUIRED="false") as stack:
+        user, password = stack.env["FLOWER_BASIC_AUTH"].split(":", 1)
+        flower = httpx.Client(base_url=f"http://127.0.0.1:{stack.flower_port}", auth=(user, password), timeout=10)
+
+        def seen() -> set[tuple[str, str]]:
+            response = flower.get("/api/tasks")
+            return {(t["name"], t["state"]) for t in response.json().values()} if response.status_code == 200 else set()
+
+        deadline = time.monotonic() + 60
+        with MnemeClient(stack.api_url) as client:
+            n = 0
+            while ("memory.extract", "SUCCESS") not in seen() or ("memory.upsert_graph", "SUCCESS") not in seen():
+                assert time.monotonic() < deadline, f"Flower shows {seen()}"
+                client.wait([client.remember(user_id=f"u{uid}", session_id=f"s{uid}", message_id=f"m{n}",
+                                             role="user", content=f"我喜欢物理第{n}课").job_id])
+                n += 1
+                time.sleep(1)
+        flower.close()
