@@ -820,7 +820,8 @@ def notes(r: dict) -> list[str]:
                 f"{w['raw_throughput']['server_cpu_us_per_append']:.0f} us"]
     if "memory" in r:
         out.append("Redis memory, raw baseline: the same records as JSON in one plain list per session; Mneme's "
-                   "figure counts everything the append step writes (window, versions, ids, job record, pending)")
+                   "figure counts everything the appends leave once the pipeline has finished their jobs (window, "
+                   "versions, ids, full texts, the jobs' status records, metrics)")
     if "e2e" in r:
         e = r["e2e"]
         out.append(f"end to end: {e['messages']} messages POSTed by 16 concurrent httpx clients, done = every job "
