@@ -106,19 +106,18 @@ class WorkingMemory:
         client_ts: float,
         job_id: str,
         device_id: str | None = None,
-        seal_key: bytes | None = None,
         child_seal_key: Callable[[], bytes | None] | None = None,
         read_back: bool = False,
         task: Callable[[Message], tuple[str, str]] | None = None,
     ) -> Accepted:
-        """Append a message. With ``seal_key`` (child mode) its text is stored encrypted at rest, in the
-        window, the full-text store and the queued job alike.
+        """Append a message.
 
-        ``child_seal_key`` instead of ``seal_key``: the user's child-mode flag is checked in the same Redis
-        step, and only for a child is the key fetched (this callable) and the text sealed — one round trip
-        for everyone else. ``read_back``: the window at the new head comes back too (``Accepted.window``),
-        still in one step. ``task``: given the accepted message, a (list key, payload) to LPUSH in the
-        same step — the API queues the message's extraction this way, so acceptance and queueing are atomic."""
+        ``child_seal_key``: the user's child-mode flag is checked in the same Redis step, and only for a
+        child is the key fetched (this callable) and the text sealed — stored encrypted at rest in the
+        window, the full-text store and the queued job alike; one round trip for everyone else.
+        ``read_back``: the window at the new head comes back too (``Accepted.window``), still in one step.
+        ``task``: given the accepted message, a (list key, payload) to LPUSH in the same step — the API
+        queues the message's extraction this way, so acceptance and queueing are atomic."""
         s = self._settings
         now = round(time.time(), 3)
         ts = round(min(client_ts, now + s.max_clock_skew_s), 3)
@@ -127,13 +126,15 @@ class WorkingMemory:
         if role is Role.assistant:
             shown, truncated = truncate_reply(text, s.assistant_max_chars)
         digest = sha256(text)[:DIGEST_CHARS]
-        check_child = seal_key is None and child_seal_key is not None
+        seal_key: bytes | None = None
+        check_child = child_seal_key is not None
         context = f"{session_id}\x1f{message_id}"
         while True:
             protect = (lambda t, k=seal_key: seal_text(k, t, context)) if seal_key else (lambda t: t)
+            stored_text = protect(text)
             message = Message(
                 tenant=tenant, user_id=user_id, session_id=session_id, device_id=device_id,
-                message_id=message_id, role=role, content=protect(text), client_ts=ts, received_at=now,
+                message_id=message_id, role=role, content=stored_text, client_ts=ts, received_at=now,
             )
             # the record without its leading timestamp, seq and version (the script puts those first)
             tail = (f'"a":{now!r},"m":{json.dumps(message_id, ensure_ascii=False)},"r":"{role.value}",'
@@ -143,7 +144,7 @@ class WorkingMemory:
             queue, queued = task(message) if task else ("", "")
             reply = self._run(
                 tenant, session_id, "append", user_id, message_id, digest, repr(ts), tail,
-                protect(text) if truncated else "", s.window_size, s.versions_kept, s.session_ttl_s,
+                stored_text if truncated else "", s.window_size, s.versions_kept, s.session_ttl_s,
                 message.model_dump_json(exclude_defaults=True), s.job_ttl_s, now, job_id, session_id,
                 "1" if check_child else "0", "1" if read_back else "0",
                 json.dumps([tenant, user_id, session_id, message_id], ensure_ascii=False), queued,
@@ -151,7 +152,7 @@ class WorkingMemory:
             )
             if reply[0] != "child":
                 break
-            seal_key, check_child = child_seal_key(), False  # type: ignore[misc]
+            seal_key, check_child = child_seal_key(), False  # type: ignore[misc] - a child: seal, ask again
         status = reply[0]
         if status == "owner":
             raise Conflict(f"session {session_id!r} belongs to another user; use a new session_id")

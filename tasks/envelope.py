@@ -23,8 +23,9 @@ _ORIGIN = f"gen{os.getpid()}@{socket.gethostname()}"
 _EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
 
 
-def task_message(task: str, task_id: str, kwargs: dict, queue: str, request_id: str | None = None) -> str:
-    """The JSON to LPUSH onto the list named ``queue`` to run ``task(**kwargs)`` with id ``task_id``."""
+def task_message(task: str, task_id: str, kwargs: dict, queue: str,
+                 request_id: str | None = None) -> tuple[str, str]:
+    """(the list to LPUSH onto, the JSON to push) to run ``task(**kwargs)`` with id ``task_id`` from ``queue``."""
     headers = {
         "lang": "py", "task": task, "id": task_id, "shadow": None, "eta": None, "expires": None, "group": None,
         "group_index": None, "retries": 0, "timelimit": [None, None], "root_id": task_id, "parent_id": None,
@@ -33,7 +34,7 @@ def task_message(task: str, task_id: str, kwargs: dict, queue: str, request_id: 
     }
     if request_id:
         headers[REQUEST_ID_HEADER] = request_id
-    return json.dumps({
+    return queue, json.dumps({
         "body": json.dumps([[], kwargs, _EMBED], ensure_ascii=False),
         "content-encoding": "utf-8",
         "content-type": "application/json",

@@ -128,9 +128,9 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
             tenant=tenant, user_id=body.user_id, session_id=body.session_id, message_id=body.message_id,
             role=body.role, content=body.content, client_ts=body.client_ts, job_id=job_id,
             device_id=body.device_id, child_seal_key=lambda: rt.keys.get(tenant, body.user_id), read_back=window,
-            task=lambda message: (EXTRACT_QUEUE, task_message(
+            task=lambda message: task_message(
                 "memory.extract", job_id, {"job_id": job_id, "message": message.model_dump(mode="json")},
-                EXTRACT_QUEUE, request_id.get())),
+                EXTRACT_QUEUE, request_id.get()),
         )
         return MessageAccepted(
             job_id=job_id, version=accepted.version, session_id=body.session_id, message_id=body.message_id,
