@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from memory import deadletters, ids, keys
 from memory.audit import record
+from memory.episodic import ALL_STATUSES
 from memory.errors import NotFound, TransientError
 from memory.graph import Status
 from memory.policy import user_hash
@@ -69,7 +70,7 @@ def verify(rt: Runtime, tenant: str, user_id: str) -> dict[str, int]:
     sessions = rt.redis.smembers(keys.user_sessions(tenant, user_id))
     return {
         "sessions": sum(rt.redis.exists(keys.session(tenant, s).meta) for s in sessions),
-        "episodic_events": len(rt.episodic_store.dump(tenant, user_id, statuses=_ALL_STATUSES, limit=1)),
+        "episodic_events": len(rt.episodic_store.dump(tenant, user_id, statuses=ALL_STATUSES, limit=1)),
         "graph_relations": len(rt.graph.relations(tenant, user_id, statuses=_ALL_RELATION_STATUSES)),
         "archive_objects": len(rt.archive.list(archive_prefix(tenant, user_id))),
         "keys": int(rt.keys.get(tenant, user_id, create=False) is not None),
@@ -120,7 +121,6 @@ def archive_prefix(tenant: str, user_id: str) -> str:
     return user_prefix(tenant, user_id)
 
 
-_ALL_STATUSES = ("live", "evicted", "archived")
 _ALL_RELATION_STATUSES = tuple(Status)
 
 
@@ -162,7 +162,7 @@ def _devices(rt: Runtime, tenant: str, user_id: str) -> int:
 
 def _episodic(rt: Runtime, tenant: str, user_id: str) -> int:
     removed = 0
-    while batch := rt.episodic_store.dump(tenant, user_id, statuses=_ALL_STATUSES, limit=EPISODIC_BATCH):
+    while batch := rt.episodic_store.dump(tenant, user_id, statuses=ALL_STATUSES, limit=EPISODIC_BATCH):
         removed += rt.episodic_store.delete(tenant, user_id, [e.event_id for e, _ in batch])
     return removed
 

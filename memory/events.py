@@ -32,7 +32,8 @@ class EpisodicMemory:
     def add(self, events: Sequence[Event], vectors: np.ndarray, texts: Mapping[str, str]) -> AddReport:
         """Store (or merge) events; ``texts`` maps event id → the cleaned text of its message."""
         stored = [self._protect(e, texts.get(e.event_id, "")) for e in events]
-        return self.store.add(stored, vectors, self._settings.merge_threshold, self._settings.events_cap)
+        s = self._settings
+        return self.store.add(stored, vectors, s.merge_threshold, s.events_cap, s.consolidate_threshold)
 
     def _protect(self, event: Event, text: str) -> StoredEvent:
         key = self._keys.get(event.tenant, event.user_id)

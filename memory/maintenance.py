@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from memory.archive import archive_day, decode, user_prefix
-from memory.episodic import Evicted, StoredEvent, eviction_value
+from memory.episodic import ALL_STATUSES, Evicted, StoredEvent
 from memory.models import EventType
 from memory.runtime import Runtime
 
@@ -60,7 +60,7 @@ def archive_user(rt: Runtime, tenant: str, user_id: str, report: Report, now: fl
     cold store, then out of the hot store (and so out of recall)."""
     cutoff = now - rt.settings.archive_after_days * 86400
     old = rt.episodic_store.dump(tenant, user_id, types=ARCHIVED_TYPES, before_ts=cutoff,
-                                 statuses=("live", "evicted"))
+                                 statuses=ALL_STATUSES)
     by_day: dict[str, list[dict]] = {}
     for event, vector in old:
         day = datetime.fromtimestamp(event.ts, UTC).strftime("%Y-%m-%d")
@@ -126,15 +126,13 @@ def downweight_noise(rt: Runtime, tenant: str, user_id: str, report: Report, now
 # --- compaction -------------------------------------------------------------------------------------
 
 def compact_user(rt: Runtime, tenant: str, user_id: str, report: Report, now: float) -> None:
-    """Hold every user to ``events_cap`` live events (e.g. after the cap was lowered), evicting by the
-    same value ``add`` uses; evictions are reported for the audit trail."""
-    live = [e for e, _ in rt.episodic_store.dump(tenant, user_id, limit=10**6)]
-    over = len(live) - rt.settings.events_cap
+    """Hold every user to ``events_cap`` live events (e.g. after the cap was lowered) the way ``add`` does:
+    consolidated or moved to the deep tier, never deleted; evictions are reported for the audit trail."""
+    over = rt.episodic_store.live_count(tenant, user_id) - rt.settings.events_cap
     if over <= 0:
         return
-    doomed = sorted(live, key=lambda e: eviction_value(e, now))[:over]
-    report.events += len(doomed)
+    report.events += over
     if not report.dry_run:
-        rt.episodic_store.update(tenant, user_id, [e.event_id for e in doomed], status="evicted")
-        report.evicted += [Evicted(tenant=tenant, user_id=user_id, event_id=e.event_id, event_type=e.event_type)
-                           for e in doomed]
+        done = rt.episodic_store.consolidate(tenant, user_id, rt.settings.events_cap,
+                                             rt.settings.consolidate_threshold)
+        report.evicted += done.evicted

@@ -1,10 +1,25 @@
-"""The read path: working memory + episodic hybrid search + graph facts, in one bundle.
+"""The read path: working memory + episodic search over both tiers + graph facts, in one bundle.
 
-Events are ranked by reciprocal rank fusion of BM25 (keyed tokens) and vector similarity. Keyword
-evidence from an event in another language than the query counts less (``cross_language_keyword_weight``):
-across languages keyword matches are noise, while the multilingual embedding maps zh and en together.
-The fused score is then weighted by recency and by the event's feedback weight. Every item says where
-it came from (message ids) and why it was chosen (score parts).
+How an event's score is built (``README`` → "How recall ranks"):
+1. The query is split into its main cue (the latest user turn of a dialogue-shaped query, the last
+   question of a long one) and context (``memory.query``); a temporal phrase gives a time window.
+2. Candidates: the ``recall_depth`` best rows by keyword score and by vector similarity, over the event
+   layer and the deep tier alike (every message a user said, until a named forgetting removes it).
+3. Each signal is a strength, not a rank: ``keyword`` is BM25 with the user's own statistics divided by
+   the query's total term weight (1.0 ≈ every query term matched; ``memory.episodic``), ``vector`` is the
+   cosine similarity rescaled so the user's typical similarity to this query is 0 and the best is 1.
+   A rare name matched by the keyword side therefore counts in full, and a long query's common words
+   count little — in any language: an other-language memory that is the best semantic match gets full
+   vector credit, and same-language memories no free keyword credit.
+4. ``fused = vector_weight·vector + keyword_weight·keyword``, times the event's feedback weight and
+   noise weight, ``1 + type_boost`` when its type is one the query asks for, ``1 + time_boost`` when it
+   falls in the query's time window, and ``1 + recency_boost·recency``.
+5. Rows of one message, and messages merged into one event, collapse into one hit; a hit needs
+   ``recall_min_similarity`` or ``recall_min_keyword`` (or the type the query asks for) to be shown at all:
+   a relevance floor, so a query with no answer in memory returns few or no events and says so in
+   ``notes``. The session's latest user message (the one being answered), and a message whose text is the
+   query's, posted within the hour, are not recalled as the past.
+Every hit says where it came from (message ids) and why it was chosen (``why``: the score parts).
 """
 
 from __future__ import annotations
@@ -12,25 +27,32 @@ from __future__ import annotations
 import contextvars
 import re
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as Timeout
+from dataclasses import dataclass
 
+import numpy as np
 from pydantic import BaseModel, Field
 
+from memory import query as queries
 from memory import telemetry
+from memory.episodic import LIVE, StoredEvent
 from memory.errors import MnemeError, NotFound
 from memory.models import EventType, FactSource, Relation, Role
 from memory.runtime import Runtime
-from memory.text import language, tokenize
+from memory.settings import Settings
+from memory.text import clean, language, sha256, tokenize
 from memory.working import StoredMessage
 
-RRF_K = 60  # reciprocal rank fusion constant (Cormack et al.)
-# The long-term layers are asked at once, each on a thread of this pool, and waited for until the layer
-# deadline: a store that hangs (a lock, a dead server) costs a recall that long, not the driver's timeout.
+#: The long-term layers are asked at once, each on a thread of this pool, and waited for until the layer
+#: deadline: a store that hangs (a lock, a dead server) costs a recall that long, not the driver's timeout.
 _LAYERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="recall-layer")
+JUST_POSTED_S = 3600.0  # a message repeating the query, posted this recently, is the query itself
+UNRELATED_SIMILARITY, PRIOR_WEIGHT = 0.1, 20  # the cosine of unrelated texts (multilingual USE), as n samples
+NO_MATCH = "nothing in long-term memory matches the query well enough"
 
-#: Event types a query clearly asks for ("上次那个方案" → plan). Searched first; others fill up to k.
+#: Event types a query clearly asks for ("上次那个方案" → plan): they get ``type_boost``.
 INFERRED_TYPES: tuple[tuple[re.Pattern[str], frozenset[EventType]], ...] = tuple(
     (re.compile(p, re.I), frozenset(t)) for p, t in [
         (r"方案|步骤|办法|怎么做的|the plan|the steps|solution|approach you", {EventType.plan}),
@@ -45,8 +67,9 @@ INFERRED_TYPES: tuple[tuple[re.Pattern[str], frozenset[EventType]], ...] = tuple
 
 
 class EventHit(BaseModel):
-    event_id: str
+    event_id: str = Field(description="The event in the event layer this memory belongs to (feedback targets it).")
     event_type: EventType
+    tier: str = Field(description="'event': in the live event layer; 'deep': kept verbatim in the deep tier.")
     role: Role
     summary: str
     keywords: list[str]
@@ -55,10 +78,10 @@ class EventHit(BaseModel):
     ts: float
     confidence: float
     count: int
-    message_ids: list[str]
+    message_ids: list[str] = Field(description="The matching messages of this memory, best first.")
     score: float
-    why: dict[str, float] = Field(description="Score parts: keyword_rank, bm25, vector_rank, vector_sim, rrf, "
-                                              "recency, weight (feedback), noise, type_match.")
+    why: dict[str, float] = Field(description="Score parts: keyword, vector_sim, vector, fused, weight (feedback), "
+                                              "noise, type_match, in_time_window, recency.")
 
 
 class FactHit(BaseModel):
@@ -84,6 +107,8 @@ class RecallResult(BaseModel):
     events: list[EventHit]
     facts: list[FactHit]
     degraded: dict[str, str] = Field(default_factory=dict, description="Layers that could not answer, and why.")
+    notes: list[str] = Field(default_factory=list, description="What the caller should know, e.g. that nothing "
+                                                               "in memory matched well enough.")
     took_ms: float
 
 
@@ -97,9 +122,11 @@ def infer_types(query: str) -> frozenset[EventType]:
 
 @telemetry.RECALL_SECONDS.time()
 def recall(rt: Runtime, tenant: str, user_id: str, query: str, k: int = 5, session_id: str | None = None,
-           event_types: Collection[EventType] | None = None, include_text: bool = False) -> RecallResult:
-    started = time.perf_counter()
+           event_types: Collection[EventType] | None = None, include_text: bool = False,
+           now: float | None = None) -> RecallResult:
+    started, now = time.perf_counter(), time.time() if now is None else now
     degraded: dict[str, str] = {}
+    notes: list[str] = []
     working: list[StoredMessage] = []
     if session_id:
         try:
@@ -108,22 +135,33 @@ def recall(rt: Runtime, tenant: str, user_id: str, query: str, k: int = 5, sessi
             working = []
         except MnemeError as exc:
             degraded["working"] = exc.message
-    inferred = frozenset() if event_types else infer_types(query)
+    cue = queries.parse(query, now)
+    inferred = frozenset() if event_types else infer_types(cue.main)
     events: list[EventHit] = []
     facts: list[FactHit] = []
     if not rt.policies.get(tenant, user_id).keeps_long_term:
         degraded["long_term"] = "off: the user has not consented to long-term memory"
     else:
         rt.embedder  # noqa: B018 - loaded (once per process) before the layers' deadline starts
+        search = Search(cue=cue, k=k, types=event_types, inferred=inferred, include_text=include_text, now=now,
+                        skip=_just_posted(working), repeated=sha256(clean(query)))
         answers = _within_deadline(rt.settings.recall_layer_timeout_s, degraded, {
-            "episodic": lambda: search_events(rt, tenant, user_id, query, k, event_types, inferred, include_text),
+            "episodic": lambda: search_events(rt, tenant, user_id, search),
             "graph": lambda: _facts(rt, tenant, user_id, query),
         })
         events, facts = answers.get("episodic", []), answers.get("graph", [])
+        if "episodic" in answers and not events:
+            notes.append(NO_MATCH)
     return RecallResult(
         user_id=user_id, query=query, inferred_types=sorted(inferred), working=working, events=events,
-        facts=facts, degraded=degraded, took_ms=round((time.perf_counter() - started) * 1000, 2),
+        facts=facts, degraded=degraded, notes=notes, took_ms=round((time.perf_counter() - started) * 1000, 2),
     )
+
+
+def _just_posted(working: list[StoredMessage]) -> frozenset[str]:
+    """The session's latest user message: the question being answered now, never the past."""
+    latest = next((m for m in reversed(working) if m.role is Role.user), None)
+    return frozenset([latest.message_id] if latest else [])
 
 
 def _within_deadline(timeout_s: float, degraded: dict[str, str], layers: dict[str, Callable]) -> dict:
@@ -142,62 +180,139 @@ def _within_deadline(timeout_s: float, degraded: dict[str, str], layers: dict[st
     return answers
 
 
-def search_events(rt: Runtime, tenant: str, user_id: str, query: str, k: int,
-                  types: Collection[EventType] | None = None, inferred: frozenset[EventType] = frozenset(),
-                  include_text: bool = False) -> list[EventHit]:
-    vector = rt.embed_query(query)
-    hits: list[EventHit] = []
-    if inferred:  # what the query clearly asks for first, then the rest
-        hits = _ranked(rt, tenant, user_id, query, vector, k, inferred, include_text, type_match=1.0)
-    seen = {h.event_id for h in hits}
-    if len(hits) < k:
-        more = _ranked(rt, tenant, user_id, query, vector, k + len(hits), types, include_text, type_match=0.0)
-        hits += [h for h in more if h.event_id not in seen][: k - len(hits)]
-    return hits
+@dataclass(frozen=True)
+class Search:
+    cue: queries.Cue
+    k: int
+    now: float
+    types: Collection[EventType] | None = None
+    inferred: frozenset[EventType] = frozenset()
+    include_text: bool = False
+    skip: frozenset[str] = frozenset()  # the session's message being answered now
+    repeated: str = ""  # the hash of the query's text: the message that posted it is not the past
 
 
-def _ranked(rt: Runtime, tenant: str, user_id: str, query: str, vector, k: int,
-            types: Collection[EventType] | None, include_text: bool, type_match: float) -> list[EventHit]:
-    depth = max(k * 4, 30)
+class _Candidate:
+    """One message's best evidence over its rows."""
+
+    __slots__ = ("rows", "keyword", "sim")
+
+    def __init__(self) -> None:
+        self.rows: list[StoredEvent] = []
+        self.keyword = 0.0
+        self.sim = -1.0
+
+
+def search_events(rt: Runtime, tenant: str, user_id: str, search: Search) -> list[EventHit]:
     s = rt.settings
-    keyword = rt.episodic.keyword_search(tenant, user_id, query, types, depth)
-    dense = rt.episodic.store.vector_search(tenant, user_id, vector, types, depth)
-    parts: dict[str, dict[str, float]] = {}
-    for rank, (event_id, bm25) in enumerate(keyword, 1):
-        parts.setdefault(event_id, {}).update(keyword_rank=rank, bm25=round(bm25, 4))
-    for rank, (event_id, sim) in enumerate(dense, 1):
-        parts.setdefault(event_id, {}).update(vector_rank=rank, vector_sim=round(sim, 4))
-    stored = {e.event_id: e for e in rt.episodic.store.get(tenant, user_id, list(parts))}
-    query_lang, now = language(query), time.time()
-    scored = []
-    for event_id, p in parts.items():
-        event = stored.get(event_id)
-        if event is None:
+    vector = _query_vector(rt, search.cue)
+    depth = max(s.recall_depth, search.k * 4)
+    keyword = dict(rt.episodic.keyword_search(tenant, user_id, search.cue.main, search.types, depth))
+    if search.cue.context:
+        for event_id, score in rt.episodic.keyword_search(tenant, user_id, search.cue.context, search.types, depth):
+            keyword[event_id] = keyword.get(event_id, 0.0) + s.context_weight * score
+    dense = rt.episodic.store.vector_search(tenant, user_id, vector, search.types, depth)
+    if not keyword and not dense:
+        return []
+    sims = dict(dense)
+    base = _typical_similarity([sim for _, sim in dense])
+    top = max(sims.values(), default=base)
+    rows = rt.episodic.store.get(tenant, user_id, list(dict.fromkeys([*keyword, *sims])))
+    query_lang = language(search.cue.main)
+    candidates: dict[str, _Candidate] = {}
+    for row in rows:
+        if row.message_id in search.skip or (row.text_hash == search.repeated
+                                             and search.now - row.ts < JUST_POSTED_S):
             continue
-        same_language = query_lang == event.lang or "mixed" in (query_lang, event.lang)
-        keyword_weight = s.keyword_weight * (1.0 if same_language else s.cross_language_keyword_weight)
-        rrf = keyword_weight / (RRF_K + p["keyword_rank"]) if "keyword_rank" in p else 0.0
-        rrf += 1.0 / (RRF_K + p["vector_rank"]) if "vector_rank" in p else 0.0
-        recency = 0.5 ** (max(0.0, now - event.ts) / 86400 / s.recency_half_life_days)
-        score = rrf * (1 + s.recency_boost * recency) * event.weight * event.noise
-        p.update(rrf=round(rrf, 6), recency=round(recency, 4), weight=event.weight, noise=event.noise,
-                 type_match=type_match)
-        scored.append((score, event))
-    scored.sort(key=lambda se: se[0], reverse=True)
-    hits = []
-    for score, event in scored:
-        shown = rt.episodic.reveal(event)
+        c = candidates.setdefault(row.message_id, _Candidate())
+        c.rows.append(row)
+        same_language = query_lang == row.lang or "mixed" in (query_lang, row.lang)
+        c.keyword = max(c.keyword, keyword.get(row.event_id, 0.0)
+                        * (1.0 if same_language else s.cross_language_keyword_weight))
+        c.sim = max(c.sim, sims.get(row.event_id, -1.0))
+    scored = []
+    for message_id, c in candidates.items():
+        parts = _score(c, base, top, search, s)
+        if c.sim < s.recall_min_similarity and c.keyword < s.recall_min_keyword and not parts["type_match"]:
+            continue  # the relevance floor: a memory must match the query, or be of the kind it asks for
+        scored.append((parts["score"], message_id, c, parts))
+    scored.sort(key=lambda x: (-x[0], x[1]))
+    return _hits(rt, tenant, user_id, scored, search)
+
+
+def _query_vector(rt: Runtime, cue: queries.Cue) -> np.ndarray:
+    main = rt.embed_query(cue.main)
+    if not cue.context:
+        return main
+    blended = (1 - rt.settings.context_weight) * main + rt.settings.context_weight * rt.embed_query(cue.context)
+    return blended / max(float(np.linalg.norm(blended)), 1e-12)
+
+
+def _typical_similarity(sims: Sequence[float]) -> float:
+    """How similar this user's memories typically are to the query: the median of the best ``depth``,
+    drawn towards the similarity of unrelated text when there are few (a median of 3 says little)."""
+    n = len(sims)
+    return (n * float(np.median(sims)) + PRIOR_WEIGHT * UNRELATED_SIMILARITY) / (n + PRIOR_WEIGHT) if n else 0.0
+
+
+def _score(c: _Candidate, base: float, top: float, search: Search, s: Settings) -> dict[str, float]:
+    vector = max(0.0, (c.sim - base) / (top - base)) if top > base else 0.0
+    keyword = min(1.0, c.keyword)
+    fused = s.vector_weight * vector + s.keyword_weight * keyword
+    weight = max(r.weight for r in c.rows)
+    noise = max(r.noise for r in c.rows)
+    type_match = float(bool(search.inferred) and any(r.event_type in search.inferred for r in c.rows))
+    ts = max(r.ts for r in c.rows)
+    window = search.cue.window
+    in_window = float(window is not None and window[0] <= ts <= window[1])
+    recency = 0.5 ** (max(0.0, search.now - ts) / 86400 / s.recency_half_life_days)
+    score = (fused * weight * noise * (1 + s.type_boost * type_match) * (1 + s.time_boost * in_window)
+             * (1 + s.recency_boost * recency))
+    return {"score": round(score, 6), "keyword": round(c.keyword, 4), "vector_sim": round(c.sim, 4),
+            "vector": round(vector, 4), "fused": round(fused, 4), "weight": weight, "noise": noise,
+            "type_match": type_match, "in_time_window": in_window, "recency": round(recency, 4)}
+
+
+def _hits(rt: Runtime, tenant: str, user_id: str, scored: list, search: Search) -> list[EventHit]:
+    """Best first, one hit per memory: rows of one message and messages merged into one event collapse."""
+    hits: list[EventHit] = []
+    owner: dict[str, EventHit] = {}  # event layer id → the hit that holds it
+    for score, message_id, c, parts in scored:
+        groups = {r.canonical_id or r.event_id for r in c.rows}
+        held = next((owner[g] for g in groups if g in owner), None)
+        if held is not None:
+            held.message_ids.append(message_id)
+            owner.update(dict.fromkeys(groups, held))
+            continue
+        if len(hits) == search.k:
+            continue
+        best = max(c.rows, key=lambda r: (r.status == LIVE, search.inferred and r.event_type in search.inferred,
+                                          r.event_type is not EventType.question, r.count))
+        shown = rt.episodic.reveal(best)
         if shown is None:  # its user's key was destroyed: nothing left to show
             continue
-        if len(hits) == k:
-            break
-        hits.append(EventHit(
-            **event.model_dump(include={"event_id", "event_type", "role", "session_id", "ts", "confidence",
-                                        "count", "message_ids"}),
-            summary=shown.summary, keywords=shown.keywords, text=shown.text if include_text else None,
-            score=round(score, 6), why=parts[event.event_id],
-        ))
+        event_id = best.canonical_id or best.event_id
+        live = any(r.status == LIVE or r.canonical_id for r in c.rows)
+        hit = EventHit(
+            **best.model_dump(include={"event_type", "role", "session_id", "ts", "confidence", "count"}),
+            event_id=event_id, tier="event" if live else "deep", message_ids=[message_id],
+            summary=shown.summary, keywords=shown.keywords, text=shown.text if search.include_text else None,
+            score=score, why={k: v for k, v in parts.items() if k != "score"},
+        )
+        hits.append(hit)
+        owner.update(dict.fromkeys(groups, hit))
+    if hits:
+        _show_event_layer(rt, tenant, user_id, hits)
     return hits
+
+
+def _show_event_layer(rt: Runtime, tenant: str, user_id: str, hits: list[EventHit]) -> None:
+    """A hit found through a merged row shows the event that absorbed it: its count and confidence."""
+    events = {e.event_id: e for e in rt.episodic.store.get(tenant, user_id, [h.event_id for h in hits])}
+    for hit in hits:
+        event = events.get(hit.event_id)
+        if event is not None:
+            hit.count, hit.confidence = event.count, event.confidence
 
 
 def _facts(rt: Runtime, tenant: str, user_id: str, query: str) -> list[FactHit]:

@@ -71,7 +71,10 @@ class Settings(BaseSettings):
 
     # --- episodic memory ---------------------------------------------------------------------
     merge_threshold: float = Field(0.9, gt=0, le=1, description="Cosine at which same-type events merge.")
-    events_cap: int = Field(200, ge=1, description="Live events per user; the lowest-value ones are evicted.")
+    events_cap: int = Field(200, ge=1, description="Live events per user in the event layer; over it, events are "
+                                                   "consolidated or moved to the deep tier (never deleted).")
+    consolidate_threshold: float = Field(0.8, gt=0, le=1, description="Cosine at which live events of one type "
+                                                                      "merge when the layer is over the cap.")
 
     # --- privacy ---------------------------------------------------------------------------------
     consent_required: bool = Field(True, description="Long-term memory stays off until the user opts in.")
@@ -93,12 +96,21 @@ class Settings(BaseSettings):
     recall_layer_timeout_s: float = Field(
         2.0, gt=0, description="A long-term layer that has not answered by then is reported in `degraded`."
     )
+    recall_depth: int = Field(100, ge=10, le=2000, description="Candidates taken from each signal.")
+    vector_weight: float = Field(0.5, ge=0, description="Weight of the (rescaled) vector similarity in the fusion.")
+    keyword_weight: float = Field(0.5, ge=0, description="Weight of the (normalised) BM25 score in the fusion.")
+    cross_language_keyword_weight: float = Field(
+        1.0, ge=0, le=1, description="Keyword evidence counts this much when query and event languages differ."
+    )
+    context_weight: float = Field(0.25, ge=0, le=1, description="Share of a dialogue query's earlier turns beside "
+                                                                "its latest user turn (the main cue).")
+    recall_min_similarity: float = Field(0.3, ge=-1, le=1, description="Relevance floor: a memory needs this "
+                                                                       "cosine similarity …")
+    recall_min_keyword: float = Field(0.3, ge=0, description="… or this keyword score to be recalled at all.")
+    type_boost: float = Field(0.15, ge=0, description="Share added when an event's type is one the query asks for.")
+    time_boost: float = Field(0.5, ge=0, description="Share added when an event falls in the query's time window.")
     recency_half_life_days: float = Field(30.0, gt=0)
     recency_boost: float = Field(0.05, ge=0, description="Up to this share added to a fresh event's score.")
-    keyword_weight: float = Field(1.0, ge=0, description="Weight of the BM25 side of the fusion.")
-    cross_language_keyword_weight: float = Field(
-        0.25, ge=0, le=1, description="Keyword evidence counts this much when query and event languages differ."
-    )
 
     # --- HTTP --------------------------------------------------------------------------------
     api_host: str = "127.0.0.1"

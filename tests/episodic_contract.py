@@ -16,7 +16,16 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pytest
 
-from memory.episodic import MAX_MERGED_CONFIDENCE, EpisodicStore, StoredEvent, eviction_value, merged_confidence
+from memory.episodic import (
+    EVICTED,
+    LIVE,
+    MAX_MERGED_CONFIDENCE,
+    MERGED,
+    EpisodicStore,
+    StoredEvent,
+    eviction_value,
+    merged_confidence,
+)
 from memory.models import EventType, Role
 
 T = "t"
@@ -112,7 +121,9 @@ class EpisodicContract:
         assert ids.names(again.known) == ["r1"] and not again.inserted and not again.merged
         [merged] = store.get(T, ids("u"), [ids("r0")])
         assert merged.count == 2 and merged.message_ids == ["m-r0", "m-r1"]
-        assert store.get(T, ids("u"), [ids("r1")]) == []  # an alias, not an event of its own
+        [absorbed] = store.get(T, ids("u"), [ids("r1")])  # kept verbatim in the deep tier, pointing at r0
+        assert (absorbed.status, absorbed.canonical_id, absorbed.count) == (MERGED, ids("r0"), 1)
+        assert absorbed.message_ids == ["m-r1"]
 
     # --- add: merging -----------------------------------------------------------------------
 
@@ -125,7 +136,9 @@ class EpisodicContract:
         assert merged.confidence == pytest.approx(merged_confidence(merged_confidence(0.7, 0.7), 0.7))
         assert merged.confidence == pytest.approx(1 - 0.3 ** 3)
         assert store.live_count(T, ids("u")) == 1
-        assert ids.names(e for e, _ in store.keyword_search(T, ids("u"), [tok("退款")], None, 10)) == ["r0"]
+        assert ids.names(e for e, _ in store.keyword_search(T, ids("u"), [tok("退款")], None, 10, (LIVE,))) == ["r0"]
+        found = ids.names(e for e, _ in store.keyword_search(T, ids("u"), [tok("退款")], None, 10))
+        assert sorted(found) == ["r0", "r1", "r2"]  # every message stays findable
 
     def test_events_in_one_call_merge_into_each_other(self, store, ids):
         events = [self.event(ids, "r0", conf=0.5), self.event(ids, "r1", conf=0.6)]
@@ -202,14 +215,16 @@ class EpisodicContract:
         # a: 0.5 × 0.75 × (1 + log2 2) = 0.75 beats b: 0.5 × 0.8 × 1 = 0.4, though b's confidence is higher
         assert ids.names(e.event_id for e in report.evicted) == ["b"]
 
-    def test_evicted_events_leave_search_but_stay_readable(self, store, ids):
+    def test_evicted_events_leave_the_event_layer_but_stay_searchable(self, store, ids):
         now = time.time()
         events = [self.event(ids, "chat", kind=EventType.small_talk, tokens=[tok("天气"), tok("weather")], ts=now),
                   self.event(ids, "fact", kind=EventType.age_declaration, tokens=[tok("17岁")], ts=now)]
         report = store.add(events, rows(unit(1), unit(0, 1)), 0.9, 1)
         assert ids.names(e.event_id for e in report.evicted) == ["chat"]
-        assert store.keyword_search(T, ids("u"), [tok("天气"), tok("weather")], None, 10) == []
-        assert ids.names(e for e, _ in store.vector_search(T, ids("u"), unit(1), None, 10)) == ["fact"]
+        assert store.keyword_search(T, ids("u"), [tok("天气"), tok("weather")], None, 10, (LIVE,)) == []
+        assert ids.names(e for e, _ in store.vector_search(T, ids("u"), unit(1), None, 10, (LIVE,))) == ["fact"]
+        assert ids.names(e for e, _ in store.keyword_search(T, ids("u"), [tok("天气")], None, 10)) == ["chat"]
+        assert ids.names(e for e, _ in store.vector_search(T, ids("u"), unit(1), None, 1)) == ["chat"]
         [chat] = store.get(T, ids("u"), [ids("chat")])  # kept, not silently deleted
         assert chat.status == "evicted" and chat.sealed == b"opaque"
         assert store.live_count(T, ids("u")) == 1
@@ -221,6 +236,45 @@ class EpisodicContract:
                            rows(unit(1), unit(0, 1), unit(0, 0, 1)), 0.99, 1)
         assert len(report.evicted) == 2 and {e.user_id for e in report.evicted} == {ids("u")}
         assert store.live_count(T, ids("u")) == 1 and store.live_count(T, ids("other")) == 3
+
+    def test_over_the_cap_chit_chat_and_thanks_leave_before_an_old_statement_of_fact(self, store, ids):
+        now = time.time()
+        events = [self.event(ids, "old_fact", kind=EventType.statement, ts=now - 400 * DAY, conf=0.5),
+                  self.event(ids, "thanks", kind=EventType.feedback, ts=now, conf=0.9),
+                  self.event(ids, "chat", kind=EventType.small_talk, ts=now, conf=0.9)]
+        report = store.add(events, np.eye(DIM, dtype=np.float32)[:3], 0.99, 1)
+        assert sorted(ids.names(e.event_id for e in report.evicted)) == ["chat", "thanks"]
+        assert ids.names(e for e, _ in store.vector_search(T, ids("u"), unit(1), None, 5, (LIVE,))) == ["old_fact"]
+
+    def test_over_the_cap_similar_events_consolidate_instead_of_leaving(self, store, ids):
+        now = time.time()
+        a, b = unit(1, 0.6), unit(1, 0.0)  # cosine 0.857: under the merge threshold, over the consolidation one
+        events = [self.event(ids, "a", kind=EventType.statement, ts=now, conf=0.6, tokens=[tok("a")]),
+                  self.event(ids, "b", kind=EventType.statement, ts=now, conf=0.8, tokens=[tok("b")]),
+                  self.event(ids, "c", kind=EventType.statement, ts=now, conf=0.5, tokens=[tok("c")])]
+        report = store.add(events, rows(a, b, unit(0, 0, 1)), 0.9, 2, consolidate_threshold=0.8)
+        assert report.consolidated == {ids("a"): ids("b")} and not report.evicted
+        [kept, absorbed] = store.get(T, ids("u"), [ids("b"), ids("a")])
+        assert kept.count == 2 and kept.message_ids == ["m-b", "m-a"] and kept.status == LIVE
+        assert (absorbed.status, absorbed.canonical_id) == (MERGED, ids("b"))
+        assert ids.names(e for e, _ in store.keyword_search(T, ids("u"), [tok("a")], None, 5)) == ["a"]
+
+    def test_nothing_becomes_unfindable_however_far_over_the_cap(self, store, ids):
+        events = [self.event(ids, f"e{i}", kind=EventType.statement, tokens=[tok(f"w{i}")], ts=float(i))
+                  for i in range(30)]
+        vectors = np.random.default_rng(7).normal(size=(30, DIM)).astype(np.float32)
+        store.add(events, vectors / np.linalg.norm(vectors, axis=1, keepdims=True), 0.999, 5,
+                  consolidate_threshold=0.999)
+        assert store.live_count(T, ids("u")) == 5
+        for i in range(30):
+            assert ids.names(e for e, _ in store.keyword_search(T, ids("u"), [tok(f"w{i}")], None, 5)) == [f"e{i}"]
+
+    def test_consolidate_holds_a_user_to_a_lowered_cap(self, store, ids):
+        store.add([self.event(ids, f"e{i}", kind=EventType.statement) for i in range(4)],
+                  np.eye(DIM, dtype=np.float32), 0.99, 200)
+        report = store.consolidate(T, ids("u"), 2, 0.99)
+        assert len(report.evicted) == 2 and store.live_count(T, ids("u")) == 2
+        assert len(store.vector_search(T, ids("u"), unit(1), None, 10)) == 4
 
     # --- keyword search ---------------------------------------------------------------------
 
@@ -238,6 +292,20 @@ class EpisodicContract:
         tf = store.keyword_search(T, ids("u"), [z], None, 10)
         assert ids.names(e for e, _ in tf) == ["twice", "once"] and tf[0][1] > tf[1][1] > 0
         assert ids.names(e for e, _ in store.keyword_search(T, ids("u"), [a, b], None, 1)) == ["both"]
+
+    def test_keyword_scores_are_shares_of_the_query_with_the_users_own_statistics(self, store, ids):
+        common, rare = tok("want"), tok("Mei")
+        filler = [self.event(ids, f"f{i}", tokens=[common, tok(f"x{i}")]) for i in range(8)]
+        answer = self.event(ids, "answer", tokens=[common, rare])
+        store.add([*filler, answer], np.tile(unit(1), (9, 1)), 2.0, 200)
+        scores = dict(store.keyword_search(T, ids("u"), [common, rare], None, 20))
+        assert max(scores, key=scores.get) == ids("answer")
+        assert 0.8 < scores[ids("answer")] < 1.3  # every query term, at average length: about 1
+        assert scores[ids("f0")] < 0.2  # a word most memories share counts for little
+        store.add([self.event(ids, f"o{i}", user="other", tokens=[rare]) for i in range(20)],
+                  np.tile(unit(1), (20, 1)), 2.0, 200)
+        again = dict(store.keyword_search(T, ids("u"), [common, rare], None, 20))
+        assert again[ids("answer")] == pytest.approx(scores[ids("answer")], rel=0.05)  # another user changes nothing
 
     def test_keyword_search_sees_one_user_and_the_types_asked_for(self, store, ids):
         k1, k3 = tok("退款"), tok("refund")
@@ -310,16 +378,16 @@ class EpisodicContract:
         assert ids.names(e.event_id for e, _ in greetings) == ["old"]
         assert store.dump(T, ids("nobody")) == []
 
-    def test_delete_removes_events_from_search_and_forgets_their_aliases(self, store, ids):
+    def test_delete_removes_events_from_search_with_what_they_absorbed(self, store, ids):
         store.add([self.event(ids, "a", tokens=[tok("x")])], rows(unit(1, 0)), 0.9, 200)
         store.add([self.event(ids, "a2", tokens=[tok("x")])], rows(unit(1, 0)), 0.9, 200)  # merges into a
         user = ids("u")
-        assert store.delete(T, user, [ids("a"), ids("missing")]) == 1
+        assert store.delete(T, user, [ids("a"), ids("missing")]) == 2
         assert store.get(T, user, [ids("a")]) == [] and store.live_count(T, user) == 0
         assert store.keyword_search(T, user, [tok("x")], None, 5) == []
         assert store.vector_search(T, user, unit(1, 0), None, 5) == []
         report = store.add([self.event(ids, "a2", tokens=[tok("x")])], rows(unit(1, 0)), 0.9, 200)
-        assert ids.names(report.inserted) == ["a2"]  # its alias went with the event it pointed to
+        assert ids.names(report.inserted) == ["a2"]  # it went with the event that absorbed it
         assert store.delete(T, user, []) == 0
 
     def test_update_sets_weight_noise_and_status_only(self, store, ids):
@@ -328,8 +396,8 @@ class EpisodicContract:
         assert store.update(T, user, [ids("a")], weight=1.5, noise=0.3) == 1
         [a] = store.get(T, user, [ids("a")])
         assert (a.weight, a.noise) == (pytest.approx(1.5), pytest.approx(0.3))
-        store.update(T, user, [ids("b")], status="evicted")
-        assert ids.names(e for e, _ in store.vector_search(T, user, unit(1, 1), None, 5)) == ["a"]
+        store.update(T, user, [ids("b")], status=EVICTED)
+        assert ids.names(e for e, _ in store.vector_search(T, user, unit(1, 1), None, 5, (LIVE,))) == ["a"]
         with pytest.raises(ValueError):
             store.update(T, user, [ids("a")], confidence=1.0)
 

@@ -214,7 +214,7 @@ def test_feedback_moves_weights_and_feeds_the_interference_rate(pstack, prt, api
     consent(pstack, user)
     say(api, user, [("user", "我喜欢用动画学物理"), ("user", "今天食堂的饭不好吃")])
     before = httpx.get(f"{pstack.api_url}/v1/metrics/product").json()
-    hits = api.recall(user_id=user, query="怎么学物理", k=2).events
+    hits = api.recall(user_id=user, query="怎么学物理？食堂的饭呢？", k=2).events
     bad = next(h for h in hits if "食堂" in h.summary)
     r = httpx.post(f"{pstack.api_url}/v1/feedback", json={"user_id": user, "event_id": bad.event_id, "useful": False})
     assert r.json()["weight"] == pytest.approx(0.5)

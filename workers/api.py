@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from memory import feedback, ids
 from memory.audit import graph_write_record, record
 from memory.beliefs import Belief
+from memory.episodic import ALL_STATUSES
 from memory.erasure import Receipt, erase_user
 from memory.errors import InvalidInput, MnemeError, NotFound
 from memory.feedback import FeedbackIn, FeedbackResult, Metrics
@@ -231,7 +232,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         """Delete every stored event of one type (e.g. all small talk)."""
         removed = 0
         while batch := rt.episodic_store.dump(tenant, user_id, types={event_type},
-                                              statuses=("live", "evicted"), limit=1000):
+                                              statuses=ALL_STATUSES, limit=1000):
             removed += rt.episodic_store.delete(tenant, user_id, [e.event_id for e, _ in batch])
         rt.audit.write([record(tenant, user_id, "episodic.delete_type",
                                f"delete:{user_hash(tenant, user_id)}:{event_type.value}:{time.time()}",

@@ -34,7 +34,7 @@ from rich.table import Table
 from memory import deadletters, erasure, keys, maintenance, pipeline, tenants
 from memory.archive import decode, user_prefix
 from memory.audit import eviction_record, verify
-from memory.episodic import StoredEvent
+from memory.episodic import ALL_STATUSES, StoredEvent
 from memory.errors import InvalidInput, MnemeError, NotFound
 from memory.runtime import Runtime
 from memory.settings import Settings
@@ -398,7 +398,7 @@ def export_user(rt: Runtime, tenant: str, user_id: str) -> dict:
         "policy": rt.policies.get(tenant, user_id).model_dump(mode="json"),
         "sessions": _sessions(rt, tenant, user_id),
         "events": [_event(rt, e) for e, _ in rt.episodic_store.dump(
-            tenant, user_id, statuses=("live", "evicted", "archived"), limit=10**6)],
+            tenant, user_id, statuses=ALL_STATUSES, limit=10**6)],
         "archived_events": [_event(rt, e) for e in _archived(rt, tenant, user_id)],
         "beliefs": [b.model_dump(mode="json") for b in rt.beliefs.profile(tenant, user_id, include_inactive=True)],
         "reviews": reviews,

@@ -1,14 +1,26 @@
 """The episodic store port. Adapters fill in a few primitives over opaque, already-protected records;
 sealing, keyed tokens (``memory.events``) and ranking (``memory.recall``) live once, outside them.
 
+Two tiers in one store. Every event keeps its row — its sealed verbatim text, keyed tokens and vector —
+until a named forgetting removes it (archive, delete-by-type, erasure), so nothing a user said becomes
+unfindable through volume. The *event layer* is the rows with ``status = live``: at most ``cap`` per
+user, where similar events are consolidated. The *deep tier* is every other row: ``merged`` (absorbed by
+the live event ``canonical_id``) and ``evicted`` (let go of by the cap). Search covers both tiers unless
+asked for fewer statuses.
+
 Contract of ``add`` (one user's events, idempotent under redelivery):
-- an event id seen before (stored, or merged into another) changes nothing;
+- an event id seen before (in any status) changes nothing;
 - else, a live event of the same user, type and role whose vector has cosine ≥ ``merge_threshold``
-  absorbs it: count + 1, confidence ``1 - (1-a)(1-b)`` (at most 0.99), message ids united, latest ts;
-- else it is inserted; then, while the user has more than ``cap`` live events, the lowest-value one is
-  evicted (``status = evicted``: kept, reported, out of recall). Value, lowest first:
-  ``type_weight × confidence × weight × noise × 0.5^(age_days/90) × (1 + log2(count))`` with type_weight
-  greeting/small_talk 0.1, statement 0.5, question 0.7, others 1.0.
+  absorbs it: count + its count, confidence ``1 - (1-a)(1-b)`` (at most 0.99), message ids united,
+  latest ts; the new row is kept as ``merged`` with ``canonical_id`` naming the absorbing event;
+- else it is inserted live; then, while the user has more than ``cap`` live events (``plan_overflow``):
+  chit-chat (greetings, small talk, thanks) leaves the event layer first, lowest value first; then the
+  most similar pair of live events of one type and role (cosine ≥ ``consolidate_threshold``) merges into
+  the one worth more; then the lowest-value event leaves. Leaving means ``evicted``: kept, reported, and
+  still searchable in the deep tier. Value orders by type rank first (``TYPE_RANK``: chit-chat < thanks <
+  questions and moods < statements < facts about the user), then
+  ``confidence × weight × noise × 0.5^(age_days/90) × (1 + log2(count))``: so the cap never keeps small
+  talk or thanks over a statement of fact.
 """
 
 from __future__ import annotations
@@ -22,8 +34,15 @@ from pydantic import BaseModel, Field
 
 from memory.models import EventBase, EventType
 
-TYPE_WEIGHT = {EventType.greeting: 0.1, EventType.small_talk: 0.1, EventType.statement: 0.5,
-               EventType.question: 0.7}
+LIVE, MERGED, EVICTED = "live", "merged", "evicted"
+ALL_STATUSES = (LIVE, MERGED, EVICTED)  # every row a user has: erasure, export, archive and deletion see these
+SEARCHABLE = ALL_STATUSES  # recall searches the event layer and the deep tier alike
+
+CHIT_CHAT_RANK = 1
+TYPE_RANK = {EventType.greeting: 0, EventType.small_talk: 0, EventType.feedback: 1, EventType.question: 2,
+             EventType.emotion: 2, EventType.statement: 3, EventType.plan: 3, EventType.request: 3,
+             EventType.operation_failure: 3}  # every other type (facts about the user): 4
+FACT_RANK = 4
 MAX_MERGED_CONFIDENCE = 0.99
 UPDATABLE = frozenset({"weight", "noise", "status"})
 
@@ -34,9 +53,15 @@ class StoredEvent(EventBase):
     lang: str
     weight: float = 1.0
     noise: float = 1.0
-    status: str = "live"
+    status: str = LIVE
+    canonical_id: str | None = Field(None, description="For a merged row: the live event that absorbed it.")
     sealed: bytes = Field(repr=False)
     tokens: list[str] = Field(default_factory=list, repr=False)
+
+    @property
+    def message_id(self) -> str:
+        """The message this row was made from (a live event's later message ids came from merges)."""
+        return self.message_ids[0]
 
 
 class Evicted(BaseModel):
@@ -50,37 +75,47 @@ class AddReport(BaseModel):
     inserted: list[str] = Field(default_factory=list)
     merged: dict[str, str] = Field(default_factory=dict, description="event id → the event that absorbed it")
     known: list[str] = Field(default_factory=list, description="seen before: nothing changed")
-    evicted: list[Evicted] = Field(default_factory=list)
+    consolidated: dict[str, str] = Field(default_factory=dict,
+                                         description="live events merged over the cap → the event that absorbed it")
+    evicted: list[Evicted] = Field(default_factory=list, description="out of the event layer, into the deep tier")
 
 
 class EpisodicStore(Protocol):
     def add(self, events: Sequence[StoredEvent], vectors: np.ndarray, merge_threshold: float,
-            cap: int) -> AddReport: ...
+            cap: int, consolidate_threshold: float = 0.8) -> AddReport: ...
+
+    def consolidate(self, tenant: str, user_id: str, cap: int, consolidate_threshold: float = 0.8) -> AddReport:
+        """Hold one user to ``cap`` live events as ``add`` does (after the cap was lowered)."""
+        ...
 
     def keyword_search(self, tenant: str, user_id: str, tokens: Sequence[str],
-                       types: Collection[EventType] | None, k: int) -> list[tuple[str, float]]:
-        """(event_id, BM25 score, higher is better) over live events, best first."""
+                       types: Collection[EventType] | None, k: int,
+                       statuses: Collection[str] = SEARCHABLE) -> list[tuple[str, float]]:
+        """(event_id, score) best first. The score is BM25 (k1 1.2, b 0.75) with the user's own statistics
+        (documents = distinct texts of the user), divided by the query's total term weight (the sum of the
+        IDFs of its distinct tokens): 1.0 ≈ a text of average length holding every query token once."""
         ...
 
     def vector_search(self, tenant: str, user_id: str, vector: np.ndarray,
-                      types: Collection[EventType] | None, k: int) -> list[tuple[str, float]]:
-        """(event_id, cosine similarity) over live events, best first."""
+                      types: Collection[EventType] | None, k: int,
+                      statuses: Collection[str] = SEARCHABLE) -> list[tuple[str, float]]:
+        """(event_id, cosine similarity) best first."""
         ...
 
     def get(self, tenant: str, user_id: str, event_ids: Sequence[str]) -> list[StoredEvent]:
-        """The events that exist (live or evicted), in the order asked for."""
+        """The events that exist (in any status), in the order asked for."""
         ...
 
     def live_count(self, tenant: str, user_id: str) -> int: ...
 
     def dump(self, tenant: str, user_id: str, *, types: Collection[EventType] | None = None,
-             before_ts: float | None = None, statuses: Collection[str] = ("live",),
+             before_ts: float | None = None, statuses: Collection[str] = (LIVE,),
              limit: int = 10_000) -> list[tuple[StoredEvent, np.ndarray]]:
         """Events with their vectors (oldest first): for archiving, compaction, erasure and export."""
         ...
 
     def delete(self, tenant: str, user_id: str, event_ids: Sequence[str]) -> int:
-        """Remove events (and aliases pointing at them) for good; returns how many were removed."""
+        """Remove events, and the merged rows they absorbed, for good; returns how many rows went."""
         ...
 
     def update(self, tenant: str, user_id: str, event_ids: Sequence[str], **fields: float | str) -> int:
@@ -98,7 +133,51 @@ def merged_confidence(a: float, b: float) -> float:
     return min(MAX_MERGED_CONFIDENCE, 1 - (1 - a) * (1 - b))
 
 
-def eviction_value(event: StoredEvent, now: float) -> float:
+def eviction_value(event: StoredEvent, now: float, count: int | None = None) -> tuple[int, float]:
+    """What keeping an event in the event layer is worth: its type's rank first, then its strength."""
     age_days = max(0.0, now - event.ts) / 86400
-    return (TYPE_WEIGHT.get(event.event_type, 1.0) * event.confidence * event.weight * event.noise
-            * 0.5 ** (age_days / 90) * (1 + math.log2(max(1, event.count))))
+    strength = (event.confidence * event.weight * event.noise * 0.5 ** (age_days / 90)
+                * (1 + math.log2(max(1, event.count if count is None else count))))
+    return TYPE_RANK.get(event.event_type, FACT_RANK), strength
+
+
+def plan_overflow(live: Sequence[StoredEvent], vectors: np.ndarray, cap: int, threshold: float,
+                  now: float) -> list[tuple[str, str | None]]:
+    """How to bring ``live`` down to ``cap``: ``(event_id, absorbed_into)`` steps in order, where
+    ``absorbed_into`` is None for an event that leaves the layer. Written once; every adapter applies it."""
+    over = len(live) - cap
+    if over <= 0:
+        return []
+    counts = [e.count for e in live]
+    values = [eviction_value(e, now) for e in live]
+    alive = np.ones(len(live), dtype=bool)
+    kinds = [(e.event_type, e.role) for e in live]
+    same_kind = np.array([[a == b for b in kinds] for a in kinds])
+    matrix = np.asarray(vectors, dtype=np.float32)
+    sims = matrix @ matrix.T
+    steps: list[tuple[str, str | None]] = []
+    for _ in range(over):
+        candidates = np.flatnonzero(alive).tolist()
+        chatter = [i for i in candidates if values[i][0] <= CHIT_CHAT_RANK]
+        pair = None if chatter else _most_similar_pair(sims, same_kind, alive, threshold)
+        if pair is None:
+            doomed = min(chatter or candidates, key=lambda i: values[i])
+            steps.append((live[doomed].event_id, None))
+            alive[doomed] = False
+            continue
+        keep, gone = pair if values[pair[0]] >= values[pair[1]] else pair[::-1]
+        steps.append((live[gone].event_id, live[keep].event_id))
+        counts[keep] += counts[gone]
+        values[keep] = eviction_value(live[keep], now, counts[keep])
+        alive[gone] = False
+    return steps
+
+
+def _most_similar_pair(sims: np.ndarray, same_kind: np.ndarray, alive: np.ndarray,
+                       threshold: float) -> tuple[int, int] | None:
+    mask = same_kind & alive[:, None] & alive[None, :]
+    np.fill_diagonal(mask, False)
+    masked = np.where(mask, sims, -np.inf)
+    best = int(np.argmax(masked))
+    a, b = divmod(best, len(alive))
+    return (a, b) if masked[a, b] >= threshold else None

@@ -1,17 +1,31 @@
 """Embedded episodic store: one SQLite file, vectors as float32 blobs searched exactly per user with
-numpy, FTS5 (BM25) over keyed token hashes. Each ``add`` is one transaction."""
+numpy, FTS5 over keyed token hashes finding the rows a query's tokens match and BM25 computed here with
+the user's own statistics (FTS5's ``bm25()`` counts every user's rows). Each ``add`` is one transaction."""
 
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from memory.episodic import UPDATABLE, AddReport, Evicted, StoredEvent, eviction_value, merged_confidence
+from memory.episodic import (
+    EVICTED,
+    LIVE,
+    MERGED,
+    SEARCHABLE,
+    UPDATABLE,
+    AddReport,
+    Evicted,
+    StoredEvent,
+    merged_confidence,
+    plan_overflow,
+)
 from memory.models import EventType
 from memory.settings import Settings
 from memory.sqlite import SQLiteFile, sqlite_path
@@ -34,18 +48,22 @@ CREATE TABLE IF NOT EXISTS events (
     weight REAL NOT NULL,
     noise REAL NOT NULL,
     status TEXT NOT NULL,
+    canonical_id TEXT,
     sealed BLOB NOT NULL,
     embedding BLOB NOT NULL,
+    tokens TEXT NOT NULL DEFAULT '',
+    length INTEGER NOT NULL DEFAULT 0,
     updated_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_by_user ON events (tenant, user_id, status, event_type);
-CREATE TABLE IF NOT EXISTS aliases (event_id TEXT PRIMARY KEY, canonical_id TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS events_by_canonical ON events (canonical_id) WHERE canonical_id IS NOT NULL;
 CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5 (tokens, tokenize = 'unicode61');
 """
 
 _FIELDS = ("event_id", "tenant", "user_id", "session_id", "ts", "event_type", "role", "lang", "text_hash",
-           "message_ids", "confidence", "count", "weight", "noise", "status", "sealed")
+           "message_ids", "confidence", "count", "weight", "noise", "status", "canonical_id", "sealed")
 _COLUMNS = ", ".join(_FIELDS)
+K1, B = 1.2, 0.75  # BM25
 
 
 class SQLiteEpisodicStore:
@@ -57,17 +75,22 @@ class SQLiteEpisodicStore:
         return cls(sqlite_path(url))
 
     def add(self, events: Sequence[StoredEvent], vectors: np.ndarray, merge_threshold: float,
-            cap: int) -> AddReport:
+            cap: int, consolidate_threshold: float = 0.8) -> AddReport:
         report = AddReport()
-        users = {(e.tenant, e.user_id) for e in events}
+        users = sorted({(e.tenant, e.user_id) for e in events})
 
         def write(conn: sqlite3.Connection) -> None:
             for event, vector in zip(events, vectors, strict=True):
                 _add_one(conn, event, np.asarray(vector, dtype=np.float32), merge_threshold, report)
             for tenant, user_id in users:
-                report.evicted += _enforce_cap(conn, tenant, user_id, cap)
+                _enforce_cap(conn, tenant, user_id, cap, consolidate_threshold, report)
 
         self._db.transaction(write)
+        return report
+
+    def consolidate(self, tenant, user_id, cap, consolidate_threshold=0.8):
+        report = AddReport()
+        self._db.transaction(lambda c: _enforce_cap(c, tenant, user_id, cap, consolidate_threshold, report))
         return report
 
     def bulk_insert(self, events: Sequence[StoredEvent], vectors: np.ndarray) -> int:
@@ -75,8 +98,8 @@ class SQLiteEpisodicStore:
         they are, in one transaction, with no duplicate check, merge or cap. Their ids must be new."""
         now = time.time()
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        insert = (f"INSERT INTO events (rowid, {_COLUMNS}, embedding, updated_at) "
-                  f"VALUES ({','.join('?' * (len(_FIELDS) + 3))})")
+        insert = (f"INSERT INTO events (rowid, {_COLUMNS}, embedding, tokens, length, updated_at) "
+                  f"VALUES ({','.join('?' * (len(_FIELDS) + 5))})")
 
         def write(conn: sqlite3.Connection) -> int:
             first = conn.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM events").fetchone()[0]
@@ -86,7 +109,7 @@ class SQLiteEpisodicStore:
                 values[_FIELDS.index("event_type")] = EventType(event.event_type).value
                 values[_FIELDS.index("role")] = getattr(event.role, "value", event.role)
                 values[_FIELDS.index("message_ids")] = json.dumps(event.message_ids)
-                rows.append((first + i, *values, vectors[i].tobytes(), now))
+                rows.append((first + i, *values, vectors[i].tobytes(), " ".join(event.tokens), len(event.tokens), now))
                 fts.append((first + i, " ".join(event.tokens)))
             cache = conn.execute("PRAGMA cache_size").fetchone()[0]
             conn.execute("PRAGMA cache_size = -262144")  # 256 MiB while loading: the indexes take random inserts
@@ -99,23 +122,37 @@ class SQLiteEpisodicStore:
 
         return self._db.transaction(write)
 
-    def keyword_search(self, tenant, user_id, tokens, types, k):
-        if not tokens:
+    def keyword_search(self, tenant, user_id, tokens, types, k, statuses=SEARCHABLE):
+        wanted = sorted(set(tokens))
+        if not wanted or not statuses:
             return []
-        match = " OR ".join(f'"{t}"' for t in sorted(set(tokens)))
-        type_sql, type_args = _type_filter(types)
-        sql = f"""SELECT e.event_id, -bm25(events_fts) FROM events_fts JOIN events e ON e.rowid = events_fts.rowid
-                  WHERE events_fts MATCH ? AND e.tenant = ? AND e.user_id = ? AND e.status = 'live' {type_sql}
-                  ORDER BY bm25(events_fts) LIMIT ?"""
-        rows = self._db.run(lambda c: c.execute(sql, (match, tenant, user_id, *type_args, k)).fetchall())
-        return [(r[0], float(r[1])) for r in rows]
+        status_sql, status_args = _status_filter(statuses)
+        type_args = sorted(EventType(t).value for t in types or ())
+        type_ok = f"e.event_type IN ({','.join('?' * len(type_args))})" if type_args else "1"
+        match = " OR ".join(f'"{t}"' for t in wanted)
+        stats_sql = (f"SELECT COUNT(DISTINCT text_hash), AVG(length) FROM events e WHERE tenant = ? AND user_id = ? "
+                     f"{status_sql}")
+        rows_sql = f"""SELECT e.event_id, e.text_hash, e.tokens, e.length, {type_ok}
+                       FROM events_fts JOIN events e ON e.rowid = events_fts.rowid
+                       WHERE events_fts MATCH ? AND e.tenant = ? AND e.user_id = ? {status_sql}"""
 
-    def vector_search(self, tenant, user_id, vector, types, k):
-        ids, matrix = self._db.run(lambda c: _live_vectors(c, tenant, user_id, types))
+        def read(c: sqlite3.Connection) -> tuple[tuple, list]:
+            stats = c.execute(stats_sql, (tenant, user_id, *status_args)).fetchone()
+            return stats, c.execute(rows_sql, (*type_args, match, tenant, user_id, *status_args)).fetchall()
+
+        (texts, avg_length), rows = self._db.run(read)
+        if not rows:
+            return []
+        return _bm25(wanted, rows, texts, avg_length or 1.0)[:k]
+
+    def vector_search(self, tenant, user_id, vector, types, k, statuses=SEARCHABLE):
+        if not statuses:
+            return []
+        ids, matrix = self._db.run(lambda c: _vectors(c, tenant, user_id, types, statuses))
         if not ids:
             return []
         sims = matrix @ np.asarray(vector, dtype=np.float32)
-        best = np.argsort(-sims)[:k]
+        best = np.argsort(-sims, kind="stable")[:k]
         return [(ids[i], float(sims[i])) for i in best]
 
     def get(self, tenant, user_id, event_ids):
@@ -128,10 +165,10 @@ class SQLiteEpisodicStore:
         return [found[i] for i in event_ids if i in found]
 
     def live_count(self, tenant, user_id):
-        sql = "SELECT COUNT(*) FROM events WHERE tenant = ? AND user_id = ? AND status = 'live'"
+        sql = f"SELECT COUNT(*) FROM events WHERE tenant = ? AND user_id = ? AND status = '{LIVE}'"
         return self._db.run(lambda c: c.execute(sql, (tenant, user_id)).fetchone()[0])
 
-    def dump(self, tenant, user_id, *, types=None, before_ts=None, statuses=("live",), limit=10_000):
+    def dump(self, tenant, user_id, *, types=None, before_ts=None, statuses=(LIVE,), limit=10_000):
         type_sql, args = _type_filter(types)
         if before_ts is not None:
             type_sql += " AND e.ts < ?"
@@ -150,10 +187,14 @@ class SQLiteEpisodicStore:
             marks = ",".join("?" * len(event_ids))
             where = f"tenant = ? AND user_id = ? AND event_id IN ({marks})"
             args = (tenant, user_id, *event_ids)
-            conn.execute(f"DELETE FROM events_fts WHERE rowid IN (SELECT rowid FROM events WHERE {where})", args)
-            conn.execute(f"DELETE FROM aliases WHERE canonical_id IN (SELECT event_id FROM events WHERE {where})",
-                         args)
-            return conn.execute(f"DELETE FROM events WHERE {where}", args).rowcount
+            absorbed = (f"tenant = ? AND user_id = ? AND canonical_id IN "
+                        f"(SELECT event_id FROM events WHERE {where})")
+            removed = 0
+            for condition, values in ((absorbed, (tenant, user_id, *args)), (where, args)):
+                conn.execute(f"DELETE FROM events_fts WHERE rowid IN (SELECT rowid FROM events WHERE {condition})",
+                             values)
+                removed += conn.execute(f"DELETE FROM events WHERE {condition}", values).rowcount
+            return removed
 
         removed = self._db.transaction(run)
         self._db.checkpoint()
@@ -183,66 +224,114 @@ class SQLiteEpisodicStore:
 
 def _add_one(conn: sqlite3.Connection, event: StoredEvent, vector: np.ndarray, threshold: float,
              report: AddReport) -> None:
-    known = conn.execute("SELECT 1 FROM events WHERE event_id = ? UNION ALL "
-                         "SELECT 1 FROM aliases WHERE event_id = ?", (event.event_id, event.event_id)).fetchone()
-    if known:
+    if conn.execute("SELECT 1 FROM events WHERE event_id = ?", (event.event_id,)).fetchone():
         report.known.append(event.event_id)
         return
-    ids, matrix = _live_vectors(conn, event.tenant, event.user_id, [event.event_type], role=event.role.value)
+    ids, matrix = _vectors(conn, event.tenant, event.user_id, [event.event_type], (LIVE,), role=event.role.value)
     if ids:
         sims = matrix @ vector
         best = int(np.argmax(sims))
         if sims[best] >= threshold:
-            target = ids[best]
-            row = conn.execute("SELECT confidence, message_ids FROM events WHERE event_id = ?", (target,)).fetchone()
-            message_ids = list(dict.fromkeys(json.loads(row[1]) + event.message_ids))
-            conn.execute(
-                "UPDATE events SET count = count + 1, confidence = ?, message_ids = ?, ts = MAX(ts, ?), "
-                "updated_at = ? WHERE event_id = ?",
-                (merged_confidence(row[0], event.confidence), json.dumps(message_ids), event.ts, time.time(),
-                 target),
-            )
-            conn.execute("INSERT INTO aliases VALUES (?, ?)", (event.event_id, target))
-            report.merged[event.event_id] = target
+            _insert(conn, event.model_copy(update={"status": MERGED, "canonical_id": ids[best]}), vector)
+            _absorb(conn, ids[best], event.count, event.confidence, event.message_ids, event.ts)
+            report.merged[event.event_id] = ids[best]
             return
+    _insert(conn, event.model_copy(update={"status": LIVE, "canonical_id": None}), vector)
+    report.inserted.append(event.event_id)
+
+
+def _insert(conn: sqlite3.Connection, event: StoredEvent, vector: np.ndarray) -> None:
     values = [getattr(event, f) for f in _FIELDS]
     values[_FIELDS.index("event_type")] = event.event_type.value
     values[_FIELDS.index("role")] = event.role.value
     values[_FIELDS.index("message_ids")] = json.dumps(event.message_ids)
     rowid = conn.execute(
-        f"INSERT INTO events ({_COLUMNS}, embedding, updated_at) VALUES ({','.join('?' * (len(_FIELDS) + 2))}) "
-        "RETURNING rowid", (*values, vector.tobytes(), time.time()),
+        f"INSERT INTO events ({_COLUMNS}, embedding, tokens, length, updated_at) "
+        f"VALUES ({','.join('?' * (len(_FIELDS) + 4))}) RETURNING rowid",
+        (*values, vector.tobytes(), " ".join(event.tokens), len(event.tokens), time.time()),
     ).fetchone()[0]
     conn.execute("INSERT INTO events_fts (rowid, tokens) VALUES (?, ?)", (rowid, " ".join(event.tokens)))
-    report.inserted.append(event.event_id)
 
 
-def _enforce_cap(conn: sqlite3.Connection, tenant: str, user_id: str, cap: int) -> list[Evicted]:
-    live = conn.execute("SELECT COUNT(*) FROM events WHERE tenant = ? AND user_id = ? AND status = 'live'",
+def _absorb(conn: sqlite3.Connection, target: str, count: int, confidence: float, message_ids: list[str],
+            ts: float) -> None:
+    row = conn.execute("SELECT confidence, message_ids FROM events WHERE event_id = ?", (target,)).fetchone()
+    united = list(dict.fromkeys(json.loads(row[1]) + message_ids))
+    conn.execute("UPDATE events SET count = count + ?, confidence = ?, message_ids = ?, ts = MAX(ts, ?), "
+                 "updated_at = ? WHERE event_id = ?",
+                 (count, merged_confidence(row[0], confidence), json.dumps(united), ts, time.time(), target))
+
+
+def _enforce_cap(conn: sqlite3.Connection, tenant: str, user_id: str, cap: int, threshold: float,
+                 report: AddReport) -> None:
+    live = conn.execute(f"SELECT COUNT(*) FROM events WHERE tenant = ? AND user_id = ? AND status = '{LIVE}'",
                         (tenant, user_id)).fetchone()[0]
     if live <= cap:
-        return []
-    rows = conn.execute(f"SELECT {_COLUMNS} FROM events WHERE tenant = ? AND user_id = ? AND status = 'live'",
-                        (tenant, user_id)).fetchall()
+        return
+    rows = conn.execute(f"SELECT {_COLUMNS}, embedding FROM events WHERE tenant = ? AND user_id = ? "
+                        f"AND status = '{LIVE}' ORDER BY rowid", (tenant, user_id)).fetchall()
+    events = [_event(r[:-1]) for r in rows]
+    vectors = np.frombuffer(b"".join(r[-1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    by_id = {e.event_id: e for e in events}
     now = time.time()
-    doomed = sorted((_event(r) for r in rows), key=lambda e: eviction_value(e, now))[: live - cap]
-    conn.executemany("UPDATE events SET status = 'evicted', updated_at = ? WHERE event_id = ?",
-                     [(now, e.event_id) for e in doomed])
-    return [Evicted(tenant=tenant, user_id=user_id, event_id=e.event_id, event_type=e.event_type) for e in doomed]
+    for event_id, into in plan_overflow(events, vectors, cap, threshold, now):
+        gone = by_id[event_id]
+        if into is None:
+            conn.execute("UPDATE events SET status = ?, updated_at = ? WHERE event_id = ?", (EVICTED, now, event_id))
+            report.evicted.append(Evicted(tenant=tenant, user_id=user_id, event_id=event_id,
+                                          event_type=gone.event_type))
+            continue
+        current = conn.execute("SELECT count, confidence, message_ids, ts FROM events WHERE event_id = ?",
+                               (event_id,)).fetchone()
+        _absorb(conn, into, current[0], current[1], json.loads(current[2]), current[3])
+        conn.execute("UPDATE events SET canonical_id = ? WHERE canonical_id = ?", (into, event_id))
+        conn.execute("UPDATE events SET status = ?, canonical_id = ?, updated_at = ? WHERE event_id = ?",
+                     (MERGED, into, now, event_id))
+        report.consolidated[event_id] = into
 
 
-def _live_vectors(conn: sqlite3.Connection, tenant: str, user_id: str, types: Collection[EventType] | None,
-                  role: str | None = None) -> tuple[list[str], np.ndarray]:
+def _vectors(conn: sqlite3.Connection, tenant: str, user_id: str, types: Collection[EventType] | None,
+             statuses: Collection[str], role: str | None = None) -> tuple[list[str], np.ndarray]:
     type_sql, args = _type_filter(types)
+    status_sql, status_args = _status_filter(statuses)
     if role:
         type_sql += " AND e.role = ?"
         args.append(role)
     rows = conn.execute(f"SELECT event_id, embedding FROM events e WHERE tenant = ? AND user_id = ? "
-                        f"AND status = 'live' {type_sql}", (tenant, user_id, *args)).fetchall()
+                        f"{status_sql} {type_sql}", (tenant, user_id, *status_args, *args)).fetchall()
     if not rows:
         return [], np.zeros((0, 0), dtype=np.float32)
     matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
     return [r[0] for r in rows], matrix
+
+
+def _bm25(wanted: list[str], rows: list[tuple], texts: int, avg_length: float) -> list[tuple[str, float]]:
+    """Per-user BM25 over the matched rows, normalised by the query's total term weight. A text stored
+    under several event types counts once in the statistics."""
+    holding: dict[str, set[str]] = {t: set() for t in wanted}
+    parsed = []
+    for event_id, text_hash, tokens, length, type_ok in rows:
+        tf = Counter(tokens.split())
+        for t in wanted:
+            if t in tf:
+                holding[t].add(text_hash)
+        if type_ok:
+            parsed.append((event_id, tf, length))
+    n = max(texts, 1)
+    idf = {t: math.log(1 + (n - len(h) + 0.5) / (len(h) + 0.5)) for t, h in holding.items()}
+    total = sum(idf.values()) or 1.0
+    scored = []
+    for event_id, tf, length in parsed:
+        norm = K1 * (1 - B + B * length / avg_length)
+        score = sum(idf[t] * tf[t] * (K1 + 1) / (tf[t] + norm) for t in wanted if t in tf)
+        scored.append((event_id, score / total))
+    scored.sort(key=lambda es: (-es[1], es[0]))
+    return scored
+
+
+def _status_filter(statuses: Collection[str]) -> tuple[str, list[str]]:
+    values = sorted(set(statuses))
+    return f"AND e.status IN ({','.join('?' * len(values))})", values
 
 
 def _type_filter(types: Collection[EventType] | None) -> tuple[str, list[str]]:

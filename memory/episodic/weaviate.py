@@ -10,11 +10,15 @@ ranks exactly like the SQLite adapter. Scores: vector similarity is ``1 - distan
 Weaviate's BM25 (k1 1.2, b 0.75, like FTS5) over ``tokens``, a TEXT property with whitespace tokenization
 and no stopwords, so each opaque keyed token is one term.
 
-Aliases: an event merged into another is remembered in the absorbing event's ``aliases`` TEXT_ARRAY
-property rather than in a second collection. The merge (count, confidence, message ids, ts) and its
-alias are then one object update, which Weaviate applies atomically: a crash can never leave a merge
-counted without its alias (which a redelivery would count again). "Known" is one filter query:
-``id ∈ uuids OR aliases ∋ event id``.
+Tiers: an event merged into another is an object of its own (``status`` merged, ``canonical_id`` the
+absorbing event), so its verbatim text stays searchable; "known" is one filter query on the ids. The
+merged object is inserted before the absorbing event's count is raised: a crash between the two loses
+one increment (a redelivery finds the id known), never counts twice.
+
+Keyword scores: Weaviate's BM25 has per-user statistics already (one shard per user); the port wants it
+divided by the query's total term weight, which this adapter estimates as the sum over the query's terms
+of each term's best single-term BM25 score (one small query per term; a term in no memory adds the
+largest of those, as an absent term's IDF is the highest).
 
 Not guaranteed (unlike SQLite's one transaction per ``add``): an ``add`` is several requests, so a
 failure midway leaves part of it applied (redelivery completes it: ids are deterministic and merges
@@ -28,8 +32,8 @@ Maintenance primitives (batch jobs: archiving, compaction, erasure, export, nois
   it; a run of more than that maximum minus ``_PAGE`` events with one ``ts`` would be refused). A dump is
   not a snapshot: an event a concurrent merge moves across the cursor is read twice (returned once) or not
   at all.
-- ``delete``: ``delete_many`` on the deterministic UUIDs (chunks of ``_CHUNK`` ids). An event's aliases are
-  a property of its own object, so they go with it in the same object deletion. The user's Weaviate tenant
+- ``delete``: ``delete_many`` on the deterministic UUIDs (chunks of ``_CHUNK`` ids), then on the merged
+  objects whose ``canonical_id`` names one of them. The user's Weaviate tenant
   stays, even when emptied: other processes remember it exists (and ``users`` skips empty tenants).
 - ``update``: one object PATCH per event (``weight``, ``noise`` or ``status``, and ``updated_at``), each
   atomic; a call for several events is not, but repeating it is harmless.
@@ -43,8 +47,8 @@ Maintenance primitives (batch jobs: archiving, compaction, erasure, export, nois
   second write outside the event's object, which a crash or an erasure can leave disagreeing with the
   events; the tenants cannot.
 
-``noise`` is a NUMBER property: ``from_url`` adds it (and any property missing) to a collection created
-before it existed, and objects written before it read as ``noise`` 1.0.
+``noise`` and ``canonical_id`` were added later: ``from_url`` adds any property missing to a collection
+created before it existed; objects written before read as ``noise`` 1.0 and no ``canonical_id``.
 
 The API key, if the server wants one, is ``MNEME_WEAVIATE_API_KEY`` (``Settings.weaviate_api_key``).
 """
@@ -85,7 +89,18 @@ from weaviate.exceptions import (
 )
 from weaviate.util import generate_uuid5
 
-from memory.episodic import UPDATABLE, AddReport, Evicted, StoredEvent, eviction_value, merged_confidence
+from memory.episodic import (
+    EVICTED,
+    LIVE,
+    MERGED,
+    SEARCHABLE,
+    UPDATABLE,
+    AddReport,
+    Evicted,
+    StoredEvent,
+    merged_confidence,
+    plan_overflow,
+)
 from memory.errors import ConfigurationError, TransientError
 from memory.models import EventType
 from memory.settings import Settings
@@ -96,14 +111,14 @@ TENANT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 COLLECTION_NAME = re.compile(r"^[A-Z][_0-9A-Za-z]{0,127}$")
 
 _FIELDS = ("event_id", "tenant", "user_id", "session_id", "ts", "event_type", "role", "lang", "text_hash",
-           "message_ids", "confidence", "count", "weight", "noise", "status", "sealed", "tokens")
-_READ = [*_FIELDS, "aliases"]  # BLOB properties are only returned when named
+           "message_ids", "confidence", "count", "weight", "noise", "status", "canonical_id", "sealed", "tokens")
+_READ = list(_FIELDS)  # BLOB properties are only returned when named
 _PROPERTIES = [
     *(Property(name=n, data_type=DataType.TEXT, tokenization=Tokenization.FIELD, index_searchable=False)
-      for n in ("event_id", "tenant", "user_id", "session_id", "event_type", "role", "lang", "text_hash", "status")),
+      for n in ("event_id", "tenant", "user_id", "session_id", "event_type", "role", "lang", "text_hash", "status",
+                "canonical_id")),
     Property(name="message_ids", data_type=DataType.TEXT_ARRAY, tokenization=Tokenization.FIELD,
              index_searchable=False),
-    Property(name="aliases", data_type=DataType.TEXT_ARRAY, tokenization=Tokenization.FIELD, index_searchable=False),
     *(Property(name=n, data_type=DataType.NUMBER) for n in ("ts", "confidence", "weight", "noise", "updated_at")),
     Property(name="count", data_type=DataType.INT),
     Property(name="sealed", data_type=DataType.BLOB),
@@ -111,7 +126,7 @@ _PROPERTIES = [
 ]
 _TRANSIENT_HTTP = {429, 502, 503, 504}
 _TRANSIENT_GRPC = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED}
-_LIVE = Filter.by_property("status").equal("live")
+_LIVE = Filter.by_property("status").equal(LIVE)
 _CHUNK = 1000  # ids per filter in delete/update: well under the server's QUERY_MAXIMUM_RESULTS
 _PAGE = 1000  # events (with their vectors and payloads) per fetch in dump
 
@@ -230,7 +245,7 @@ class WeaviateEpisodicStore:
     # --- writes -----------------------------------------------------------------------------
 
     def add(self, events: Sequence[StoredEvent], vectors: np.ndarray, merge_threshold: float,
-            cap: int) -> AddReport:
+            cap: int, consolidate_threshold: float = 0.8) -> AddReport:
         report = AddReport()
         with _boundary("add"):
             users = self._start(events)
@@ -240,12 +255,20 @@ class WeaviateEpisodicStore:
             for batch in users.values():
                 self._write(batch)
             for (tenant, user_id), batch in users.items():
-                report.evicted += self._enforce_cap(batch.handle, tenant, user_id, cap)
+                self._enforce_cap(batch.handle, tenant, user_id, cap, consolidate_threshold, report)
+        return report
+
+    def consolidate(self, tenant: str, user_id: str, cap: int, consolidate_threshold: float = 0.8) -> AddReport:
+        report = AddReport()
+        with _boundary("consolidate"):
+            handle = self._handle(tenant, user_id)
+            if handle is not None:
+                self._enforce_cap(handle, tenant, user_id, cap, consolidate_threshold, report)
         return report
 
     def _start(self, events: Sequence[StoredEvent]) -> dict[tuple[str, str], _UserAdd]:
         """Per user (in order of first appearance): make sure the tenant exists and look up, in one
-        query, which of the ids are stored already or were merged into a stored event."""
+        query, which of the ids are stored already (live, merged or evicted)."""
         wanted: dict[tuple[str, str], list[str]] = {}
         for e in events:
             wanted.setdefault((e.tenant, e.user_id), []).append(e.event_id)
@@ -253,13 +276,9 @@ class WeaviateEpisodicStore:
         for (tenant, user_id), event_ids in wanted.items():
             handle = self._handle(tenant, user_id, create=True)
             ids = list(dict.fromkeys(event_ids))
-            found = handle.query.fetch_objects(
-                filters=Filter.by_id().contains_any([object_id(i) for i in ids])
-                | Filter.by_property("aliases").contains_any(ids),
-                limit=len(ids), return_properties=["event_id", "aliases"],
-            ).objects
+            found = handle.query.fetch_objects(filters=Filter.by_id().contains_any([object_id(i) for i in ids]),
+                                               limit=len(ids), return_properties=["event_id"]).objects
             stored = {o.properties["event_id"] for o in found}
-            stored |= {alias for o in found for alias in o.properties.get("aliases") or []}
             users[(tenant, user_id)] = _UserAdd(handle, stored & set(ids))
         return users
 
@@ -271,15 +290,13 @@ class WeaviateEpisodicStore:
         batch.seen.add(event.event_id)
         target = self._merge_target(batch, event, vector, threshold)
         if target is None:
-            batch.pending[event.event_id] = (_properties(event), vector)
+            batch.pending[event.event_id] = (_properties(event.model_copy(update={"status": LIVE})), vector)
             report.inserted.append(event.event_id)
             return
         props = target
-        props["count"] = int(props["count"]) + 1
-        props["confidence"] = merged_confidence(props["confidence"], event.confidence)
-        props["message_ids"] = list(dict.fromkeys([*(props.get("message_ids") or []), *event.message_ids]))
-        props["ts"] = max(props["ts"], event.ts)
-        props["aliases"] = [*(props.get("aliases") or []), event.event_id]
+        merged = event.model_copy(update={"status": MERGED, "canonical_id": props["event_id"]})
+        batch.pending[event.event_id] = (_properties(merged), vector)
+        _absorb(props, event.count, event.confidence, event.message_ids, event.ts)
         if props["event_id"] not in batch.pending:
             batch.changed.add(props["event_id"])
         report.merged[event.event_id] = props["event_id"]
@@ -292,7 +309,7 @@ class WeaviateEpisodicStore:
         best_sim = -np.inf
         hits = batch.handle.query.near_vector(
             vector.tolist(), target_vector=VECTOR, limit=1, return_metadata=MetadataQuery(distance=True),
-            return_properties=["event_id", "count", "confidence", "message_ids", "ts", "aliases"],
+            return_properties=["event_id", "count", "confidence", "message_ids", "ts"],
             filters=_LIVE & Filter.by_property("event_type").equal(event.event_type.value)
             & Filter.by_property("role").equal(event.role.value),
         ).objects
@@ -301,17 +318,16 @@ class WeaviateEpisodicStore:
             stored_id = hits[0].properties["event_id"]
             best = batch.stored.setdefault(stored_id, dict(hits[0].properties))
         for props, other in batch.pending.values():
-            if props["event_type"] == event.event_type.value and props["role"] == event.role.value:
+            if (props["status"] == LIVE and props["event_type"] == event.event_type.value
+                    and props["role"] == event.role.value):
                 sim = float(np.dot(other, vector) / (np.linalg.norm(other) * np.linalg.norm(vector)))
                 if sim > best_sim:
                     best, best_sim = props, sim
         return best if best is not None and best_sim >= threshold else None
 
     def _write(self, batch: _UserAdd) -> None:
+        """New objects first (merged ones included), then the counts of the stored events that absorbed them."""
         now = time.time()
-        for event_id in batch.changed:  # one object update each: the merge and its alias land together
-            merged = {k: batch.stored[event_id][k] for k in ("count", "confidence", "message_ids", "ts", "aliases")}
-            batch.handle.data.update(uuid=object_id(event_id), properties={**merged, "updated_at": now})
         if batch.pending:
             result = batch.handle.data.insert_many([
                 DataObject(properties={**props, "updated_at": now}, uuid=object_id(event_id),
@@ -321,39 +337,67 @@ class WeaviateEpisodicStore:
             if result.has_errors:
                 first = next(iter(result.errors.values()))
                 raise TransientError(f"weaviate rejected {len(result.errors)} events: {first.message}")
+        for event_id in batch.changed:
+            merged = {k: batch.stored[event_id][k] for k in _ABSORBED}
+            batch.handle.data.update(uuid=object_id(event_id), properties={**merged, "updated_at": now})
 
-    def _enforce_cap(self, handle: Any, tenant: str, user_id: str, cap: int) -> list[Evicted]:
+    def _enforce_cap(self, handle: Any, tenant: str, user_id: str, cap: int, threshold: float,
+                     report: AddReport) -> None:
         live = handle.aggregate.over_all(filters=_LIVE, total_count=True).total_count or 0
         if live <= cap:
-            return []
-        rows = handle.query.fetch_objects(filters=_LIVE, limit=live, return_properties=_READ).objects
+            return
+        rows = handle.query.fetch_objects(filters=_LIVE, limit=live, return_properties=_READ,
+                                          include_vector=[VECTOR]).objects
+        props = {o.properties["event_id"]: dict(o.properties) for o in rows}
+        events = [_event(o.properties) for o in rows]
+        vectors = np.asarray([o.vector[VECTOR] for o in rows], dtype=np.float32)
         now = time.time()
-        doomed = sorted((_event(o.properties) for o in rows), key=lambda e: eviction_value(e, now))[: live - cap]
-        for e in doomed:
-            handle.data.update(uuid=object_id(e.event_id), properties={"status": "evicted", "updated_at": now})
-        return [Evicted(tenant=tenant, user_id=user_id, event_id=e.event_id, event_type=e.event_type) for e in doomed]
+        for event_id, into in plan_overflow(events, vectors, cap, threshold, now):
+            gone = props[event_id]
+            if into is None:
+                handle.data.update(uuid=object_id(event_id), properties={"status": EVICTED, "updated_at": now})
+                report.evicted.append(Evicted(tenant=tenant, user_id=user_id, event_id=event_id,
+                                              event_type=EventType(gone["event_type"])))
+                continue
+            target = props[into]
+            _absorb(target, int(gone["count"]), gone["confidence"], list(gone.get("message_ids") or []), gone["ts"])
+            children = handle.query.fetch_objects(filters=Filter.by_property("canonical_id").equal(event_id),
+                                                  limit=10_000, return_properties=["event_id"]).objects
+            handle.data.update(uuid=object_id(event_id),
+                               properties={"status": MERGED, "canonical_id": into, "updated_at": now})
+            for child in children:
+                handle.data.update(uuid=object_id(child.properties["event_id"]), properties={"canonical_id": into})
+            handle.data.update(uuid=object_id(into),
+                               properties={**{k: target[k] for k in _ABSORBED}, "updated_at": now})
+            report.consolidated[event_id] = into
 
     # --- reads ------------------------------------------------------------------------------
 
     def keyword_search(self, tenant: str, user_id: str, tokens: Sequence[str], types: Collection[EventType] | None,
-                       k: int) -> list[tuple[str, float]]:
+                       k: int, statuses: Collection[str] = SEARCHABLE) -> list[tuple[str, float]]:
         terms = sorted(set(tokens))
         with _boundary("keyword search"):
             handle = self._handle(tenant, user_id)
-            if handle is None or not terms or k <= 0:
+            if handle is None or not terms or k <= 0 or not statuses:
                 return []
-            hits = handle.query.bm25(" ".join(terms), query_properties=["tokens"], filters=_live(types), limit=k,
+            where = _where(types, statuses)
+            hits = handle.query.bm25(" ".join(terms), query_properties=["tokens"], filters=where, limit=k,
                                      return_metadata=MetadataQuery(score=True), return_properties=["event_id"])
-        return [(o.properties["event_id"], float(o.metadata.score)) for o in hits.objects]
+            if not hits.objects:
+                return []
+            best = [_best_bm25(handle, term, where) for term in terms]
+            total = sum(best) + (len(best) - sum(1 for b in best if b)) * max(best)
+        return [(o.properties["event_id"], float(o.metadata.score) / (total or 1.0)) for o in hits.objects]
 
     def vector_search(self, tenant: str, user_id: str, vector: np.ndarray, types: Collection[EventType] | None,
-                      k: int) -> list[tuple[str, float]]:
+                      k: int, statuses: Collection[str] = SEARCHABLE) -> list[tuple[str, float]]:
         with _boundary("vector search"):
             handle = self._handle(tenant, user_id)
-            if handle is None or k <= 0:
+            if handle is None or k <= 0 or not statuses:
                 return []
             hits = handle.query.near_vector(
-                np.asarray(vector, dtype=np.float32).tolist(), target_vector=VECTOR, filters=_live(types), limit=k,
+                np.asarray(vector, dtype=np.float32).tolist(), target_vector=VECTOR, filters=_where(types, statuses),
+                limit=k,
                 return_metadata=MetadataQuery(distance=True), return_properties=["event_id"],
             )
         return [(o.properties["event_id"], 1.0 - float(o.metadata.distance)) for o in hits.objects]
@@ -379,7 +423,7 @@ class WeaviateEpisodicStore:
     # --- maintenance --------------------------------------------------------------------------
 
     def dump(self, tenant: str, user_id: str, *, types: Collection[EventType] | None = None,
-             before_ts: float | None = None, statuses: Collection[str] = ("live",),
+             before_ts: float | None = None, statuses: Collection[str] = (LIVE,),
              limit: int = 10_000) -> list[tuple[StoredEvent, np.ndarray]]:
         if not statuses or limit <= 0:
             return []
@@ -420,11 +464,13 @@ class WeaviateEpisodicStore:
             handle = self._handle(tenant, user_id)
             if handle is None:
                 return 0
-            for chunk in _chunks(list(dict.fromkeys(object_id(i) for i in event_ids))):
-                result = handle.data.delete_many(where=Filter.by_id().contains_any(chunk))
-                if result.failed:  # what went is gone; a retry deletes the rest
-                    raise TransientError(f"weaviate failed to delete {result.failed} events")
-                deleted += result.successful
+            for chunk in _chunks(list(dict.fromkeys(event_ids))):
+                for where in (Filter.by_property("canonical_id").contains_any(chunk),
+                              Filter.by_id().contains_any([object_id(i) for i in chunk])):
+                    result = handle.data.delete_many(where=where)
+                    if result.failed:  # what went is gone; a retry deletes the rest
+                        raise TransientError(f"weaviate failed to delete {result.failed} events")
+                    deleted += result.successful
         return deleted
 
     def update(self, tenant: str, user_id: str, event_ids: Sequence[str], **fields: float | str) -> int:
@@ -546,16 +592,32 @@ def _chunks(items: list[str]) -> Iterator[list[str]]:
         yield items[start:start + _CHUNK]
 
 
-def _live(types: Collection[EventType] | None) -> Any:
-    if not types:
-        return _LIVE
-    return _LIVE & Filter.by_property("event_type").contains_any(sorted(EventType(t).value for t in types))
+_ABSORBED = ("count", "confidence", "message_ids", "ts")
+
+
+def _absorb(props: dict, count: int, confidence: float, message_ids: list[str], ts: float) -> None:
+    props["count"] = int(props["count"]) + count
+    props["confidence"] = merged_confidence(props["confidence"], confidence)
+    props["message_ids"] = list(dict.fromkeys([*(props.get("message_ids") or []), *message_ids]))
+    props["ts"] = max(props["ts"], ts)
+
+
+def _best_bm25(handle: Any, term: str, where: Any) -> float:
+    hits = handle.query.bm25(term, query_properties=["tokens"], filters=where, limit=1,
+                             return_metadata=MetadataQuery(score=True), return_properties=[])
+    return float(hits.objects[0].metadata.score) if hits.objects else 0.0
+
+
+def _where(types: Collection[EventType] | None, statuses: Collection[str]) -> Any:
+    where = Filter.by_property("status").contains_any(sorted(statuses))
+    if types:
+        where &= Filter.by_property("event_type").contains_any(sorted(EventType(t).value for t in types))
+    return where
 
 
 def _properties(event: StoredEvent) -> dict:
     props = event.model_dump(include=set(_FIELDS) - {"sealed", "tokens"}, mode="json")
-    return {**props, "sealed": base64.b64encode(event.sealed).decode(), "tokens": " ".join(event.tokens),
-            "aliases": []}
+    return {**props, "sealed": base64.b64encode(event.sealed).decode(), "tokens": " ".join(event.tokens)}
 
 
 def _event(props: dict) -> StoredEvent:

@@ -1,0 +1,59 @@
+"""What a recall query asks (memory.query): its main cue, its context, the time it points at."""
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memory.query import DAY, parse, time_window
+
+NOW = datetime(2026, 12, 1, 12, tzinfo=UTC).timestamp()
+
+
+def test_a_plain_query_is_its_own_cue():
+    cue = parse("我上次说的那家拉面店叫什么？", NOW)
+    assert (cue.main, cue.context, cue.window) == ("我上次说的那家拉面店叫什么？", "", None)
+
+
+@pytest.mark.parametrize("dialogue, main", [
+    ("user: I've been planning the trip to Japan a lot\nassistant: Great, where to?\n"
+     "user: what was the name of the ramen place Mei loved?", "what was the name of the ramen place Mei loved?"),
+    ("用户：最近在整理旅行照片\n助手：好呀，整理到哪了？\n用户：我表姐推荐的那家民宿叫什么来着",
+     "我表姐推荐的那家民宿叫什么来着"),
+    ("User: my sister is visiting\nAssistant: Nice!\nUser: she asked about the restaurant\nAssistant: Which one?",
+     "she asked about the restaurant"),
+    ("Caroline: I went to the LGBTQ support group yesterday\nMelanie: How was it?", "How was it?"),
+])
+def test_the_latest_user_turn_of_a_dialogue_is_the_main_cue(dialogue, main):
+    cue = parse(dialogue, NOW)
+    assert cue.main == main and cue.context and main not in cue.context
+
+
+def test_a_long_single_turn_query_leads_with_its_last_question():
+    query = ("I have been thinking about my kitchen renovation for weeks now, comparing tiles and cabinets, and I keep "
+             "going back and forth between the options we discussed, the oak and the walnut, and the budget keeps "
+             "creeping up beyond what I wanted to spend on it this year. Which contractor did my neighbour recommend?")
+    cue = parse(query, NOW)
+    assert cue.main == "Which contractor did my neighbour recommend?" and "kitchen renovation" in cue.context
+
+
+@pytest.mark.parametrize("phrase, days_back", [
+    ("上周我说的那个餐厅", 7), ("what did I say last week about the gym", 7), ("昨天提到的那本书", 1),
+    ("yesterday's plan", 1), ("3天前我跟你说过", 3), ("two weeks ago I told you", 14), ("上个月的体检", 30),
+    ("a few days ago", 3), ("两个月前", 60),
+])
+def test_temporal_phrases_point_at_a_window_around_that_time(phrase, days_back):
+    start, end = time_window(phrase, NOW)
+    assert start <= NOW - days_back * DAY <= end and end <= NOW
+
+
+@pytest.mark.parametrize("phrase, month", [("last summer we went hiking", 7), ("去年夏天去的那个海岛", 7),
+                                           ("in March I started the course", 3), ("今年3月份开始的项目", 3)])
+def test_seasons_and_months_point_at_their_span(phrase, month):
+    start, end = time_window(phrase, NOW)
+    middle = datetime.fromtimestamp((start + end) / 2, UTC)
+    assert abs(middle.month - month) <= 1 and end <= NOW
+
+
+@pytest.mark.parametrize("text", ["我喜欢春卷", "the dates are 3月14号", "Springfield is nice", "when did I start?"])
+def test_words_that_only_look_temporal_point_nowhere(text):
+    assert time_window(text, NOW) is None

@@ -1,0 +1,116 @@
+"""Recall as a long-term user meets it, through the real API and workers: nothing is lost to the cap,
+specifics win over chit-chat, one hit per message, a relevance floor, mixed languages, dialogue-shaped
+and temporal queries."""
+
+import time
+
+DAY = 86400.0
+
+CHATTER = ["谢谢！", "好的", "哈哈", "Thanks!", "ok cool", "你好", "嗯嗯", "got it, thanks", "明白了", "lol"]
+TOPICAL = ["I went running this morning, about five kilometres", "我最近在学做饭，昨天做了番茄炒蛋",
+           "Work was busy today, lots of meetings", "周末打算去爬山", "I watched a documentary about whales",
+           "我在看一本关于历史的书", "The weather has been really cold", "今天地铁特别挤",
+           "I'm thinking about repainting the living room", "我想换个新手机"]
+
+
+def post(client, user, items, session="s1"):
+    """items: (message_id, role, text, client_ts); returns the finished jobs."""
+    jobs = [client.remember(user_id=user, session_id=f"{user}-{session}", message_id=m, role=role, content=text,
+                            client_ts=ts).job_id for m, role, text, ts in items]
+    return client.wait(jobs, timeout=300)
+
+
+def ids_of(result):
+    return [m for hit in result.events for m in hit.message_ids]
+
+
+def test_a_fact_said_early_stays_findable_after_the_event_layer_overflows(client, uid):
+    user, start = f"u{uid}", time.time() - 200 * DAY
+    items = [("fact", "user", "My locker combination at the gym is 4-19-27", start)]
+    for i in range(260):  # far over the 200-event layer: chit-chat and topical talk, months of it
+        text = (CHATTER if i % 3 else TOPICAL)[i % 10] + ("" if i % 3 else f" ({i})")
+        items.append((f"m{i}", "user", text, start + (i + 1) * 3600 * 12))
+    post(client, user, items)
+    result = client.recall(user_id=user, query="what's the code for my gym locker?", k=5)
+    assert "fact" in ids_of(result)[:3], [h.summary for h in result.events]
+
+
+def test_a_rare_name_beats_chit_chat_the_embedder_likes(client, uid):
+    user, now = f"u{uid}", time.time() - DAY
+    items = [(f"c{i}", "user", text, now + i) for i, text in enumerate(
+        ["Thanks, that helps!", "What should I cook tonight?", "Any tips for dinner?", "Thanks so much!",
+         "What's a good dinner idea?", "Can you suggest something to cook?"])]
+    items.append(("fact", "user", "Kowalczyk from accounting lent me his pressure cooker last week", now + 10))
+    post(client, user, items)
+    result = client.recall(user_id=user, query="whose pressure cooker do I still have? Kowalczyk's?", k=5)
+    assert ids_of(result)[0] == "fact", [(h.summary, h.why) for h in result.events]
+
+
+def test_a_message_of_several_event_types_is_one_hit(client, uid):
+    user = f"u{uid}"
+    [job] = post(client, user, [("m1", "user", "谢谢你的解释，那动量守恒的条件是什么？", time.time() - 60)])
+    assert len(job.event_ids) >= 2  # typed as feedback and as a question
+    result = client.recall(user_id=user, query="动量守恒的条件", k=5)
+    assert ids_of(result).count("m1") == 1 and len(result.events) == 1
+
+
+def test_a_query_with_no_answer_in_memory_returns_few_events_and_says_so(client, uid):
+    user, now = f"u{uid}", time.time() - DAY
+    post(client, user, [(f"m{i}", "user", text, now + i) for i, text in enumerate(
+        ["我在学吉他，最近练C和弦", "I practise the guitar every evening", "我喜欢弹民谣"])])
+    related = client.recall(user_id=user, query="我在练什么乐器？", k=5)
+    assert related.events and not related.notes
+    unrelated = client.recall(user_id=user, query="quarterly tax filing deadline for my LLC", k=5)
+    assert not unrelated.events and unrelated.notes == ["nothing in long-term memory matches the query well enough"]
+
+
+def test_the_message_just_posted_is_not_recalled_as_the_past(client, uid):
+    user, session = f"u{uid}", "s1"
+    post(client, user, [("old", "user", "我家的猫叫年糕，今年三岁", time.time() - 30 * DAY)], session="s0")
+    post(client, user, [("now", "user", "我家的猫叫什么名字来着？", time.time())], session=session)
+    with_session = client.recall(user_id=user, session_id=f"{user}-{session}", query="我家的猫叫什么名字来着？", k=5)
+    assert "now" not in ids_of(with_session) and ids_of(with_session)[0] == "old"
+    assert [m.message_id for m in with_session.working] == ["now"]
+    without = client.recall(user_id=user, query="我家的猫叫什么名字来着？", k=5)  # no session: by its text and age
+    assert "now" not in ids_of(without)
+
+
+def test_an_other_language_memory_that_matches_best_reaches_the_top(client, uid):
+    user, now = f"u{uid}", time.time() - DAY
+    english = ["I need to book a dentist appointment next week", "My manager wants the quarterly report by Friday",
+               "I should call my landlord about the heating", "The printer at work is broken again",
+               "I want to learn how to swim this summer", "My bike tyre went flat on the way home"]
+    items = [(f"e{i}", "user", text, now + i) for i, text in enumerate(english)]
+    items.append(("zh", "user", "我对花生过敏，吃了会起疹子", now + 10))
+    post(client, user, items)
+    result = client.recall(user_id=user, query="What food am I allergic to? I need to tell the restaurant", k=3)
+    assert ids_of(result)[0] == "zh", [(h.summary, h.why) for h in result.events]
+
+
+def test_a_dialogue_shaped_query_follows_its_latest_user_turn(client, uid):
+    user, now = f"u{uid}", time.time() - 20 * DAY
+    post(client, user, [(f"m{i}", "user", text, now + i) for i, text in enumerate(
+        ["We're planning a family trip to Italy in the spring", "My sister Giulia recommended a tiny trattoria "
+         "in Bologna called Da Nello", "I booked flights to Rome for April", "We want to see the Colosseum"])])
+    dialogue = ("user: I'm getting excited about the Italy trip\nassistant: Rome in April sounds great!\n"
+                "user: which restaurant did my sister tell me to try?")
+    result = client.recall(user_id=user, query=dialogue, k=3)
+    assert ids_of(result)[0] == "m1", [(h.summary, h.why) for h in result.events]
+
+
+def test_a_temporal_query_prefers_what_was_said_then(client, uid):
+    user, now = f"u{uid}", time.time()
+    post(client, user, [
+        ("spring", "user", "我在读《三体》，读到第二部了", now - 90 * DAY),
+        ("lastweek", "user", "我在读《百年孤独》，刚开始读", now - 7 * DAY),
+    ])
+    result = client.recall(user_id=user, query="上周我说在读哪本书？", k=2)
+    assert ids_of(result)[0] == "lastweek", [(h.summary, h.why) for h in result.events]
+    assert result.events[0].why["in_time_window"] == 1.0
+
+
+def test_client_ts_in_milliseconds_is_read_as_milliseconds(client, uid):
+    user, when = f"u{uid}", time.time() - 3 * DAY
+    [job] = post(client, user, [("m1", "user", "I started the new job at the bakery", when * 1000)])
+    result = client.recall(user_id=user, query="when did I start at the bakery?", k=1)
+    assert abs(result.events[0].ts - when) < 1
