@@ -34,3 +34,4 @@ bench: install
 
 bench-recall: install
 	$(PY) -m bench.recall
+	$(PY) -m bench.recall_long

@@ -116,7 +116,9 @@ def feed(client: MnemeClient, users: list[dict]) -> float:
         for session in sorted(user["sessions"], key=lambda s: -s["days_ago"]):
             for i, m in enumerate(session["messages"]):
                 accepted = client.remember(
-                    user_id=user["user_id"], session_id=session["session_id"], device_id=session["device_id"],
+                    # a device belongs to one account: the data's device names ("phone") are per user
+                    user_id=user["user_id"], session_id=session["session_id"],
+                    device_id=f"{user['user_id']}-{session['device_id']}",
                     message_id=m["message_id"], role=m["role"], content=m["content"],
                     client_ts=now - session["days_ago"] * 86400 + i * 30)
                 jobs.append(accepted.job_id)

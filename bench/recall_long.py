@@ -156,8 +156,10 @@ class CachedEmbedder:
 def mneme_in_process(users: list[dict], queries: list[dict], embedder, data_dir: Path, env: dict) -> Ranked:
     """Feed every message through the same library stages the workers run (rules → embed → episodic
     store), then ask ``memory.recall``: no HTTP, no Celery, for fast tuning."""
+    from memory.embedding import embed_in_context
     from memory.extraction import extract
     from memory.models import Message, Role
+    from memory.pipeline import CONTEXT_MAX_CHARS, EMBED_MAX_CHARS
     from memory.recall import recall
     from memory.runtime import Runtime
     from workers.stack import Stack
@@ -170,7 +172,12 @@ def mneme_in_process(users: list[dict], queries: list[dict], embedder, data_dir:
         rt.__dict__["_embedder"] = embedder
         for user in users:
             msgs = messages(user)
-            vectors = embedder.embed([html.unescape(clean(m["content"]))[:1000] for m in msgs])
+            texts = [html.unescape(clean(m["content"])) for m in msgs]
+            before = ["", *texts[:-1]]  # the turn before, as the embed stage reads it from working memory
+            contexts = [b[:CONTEXT_MAX_CHARS] if i and msgs[i - 1]["session_id"] == m["session_id"] else ""
+                        for i, (m, b) in enumerate(zip(msgs, before, strict=True))]
+            vectors = embed_in_context(embedder, [t[:EMBED_MAX_CHARS] for t in texts], contexts,
+                                       rt.settings.context_vector_weight)
             for start in range(0, len(msgs), 32):
                 batch = list(range(start, min(start + 32, len(msgs))))
                 events, rows, texts = [], [], {}

@@ -50,6 +50,20 @@ def model_dir(target: str) -> Path:
     return found
 
 
+def embed_in_context(embedder: Embedder, texts: Sequence[str], contexts: Sequence[str], weight: float) -> np.ndarray:
+    """One vector per text: the text's own plus ``weight`` of its context's (the turn before it), normalised;
+    a zero row for an empty text (child mode: type only). Each distinct string is embedded once, so a
+    context that is another text of the batch (the usual case in a conversation) costs nothing more."""
+    unique = list(dict.fromkeys(t for t in [*texts, *(contexts if weight else ())] if t))
+    embedded = dict(zip(unique, embedder.embed(unique), strict=True))
+    out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+    for i, (text, context) in enumerate(zip(texts, contexts, strict=True)):
+        if text:
+            vector = embedded[text] + (weight * embedded[context] if context and weight else 0.0)
+            out[i] = vector / max(float(np.linalg.norm(vector)), 1e-12)
+    return out
+
+
 class USEEmbedder:
     """Multilingual USE v3, numpy forward pass; one BLAS thread per process by default."""
 

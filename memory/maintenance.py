@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from memory.archive import archive_day, decode, user_prefix
-from memory.episodic import ALL_STATUSES, Evicted, StoredEvent
+from memory.episodic import ALL_STATUSES, AddReport, StoredEvent
 from memory.models import EventType
 from memory.runtime import Runtime
 
@@ -29,7 +29,7 @@ class Report(BaseModel):
     events: int = 0
     objects: int = 0
     dry_run: bool = False
-    evicted: list[Evicted] = Field(default_factory=list, exclude=True)
+    layer: AddReport = Field(default_factory=AddReport, exclude=True)  # what compaction moved out of the live layer
 
 
 def each_user(rt: Runtime, limit: int, batch_size: int) -> Iterator[tuple[str, str]]:
@@ -135,4 +135,5 @@ def compact_user(rt: Runtime, tenant: str, user_id: str, report: Report, now: fl
     if not report.dry_run:
         done = rt.episodic_store.consolidate(tenant, user_id, rt.settings.events_cap,
                                              rt.settings.consolidate_threshold)
-        report.evicted += done.evicted
+        report.layer.evicted += done.evicted
+        report.layer.consolidated += done.consolidated

@@ -16,8 +16,9 @@ import numpy as np
 from pydantic import BaseModel
 
 from memory import anchoring, feedback, keys, tuning
-from memory.audit import eviction_record, graph_write_record
+from memory.audit import graph_write_record, layer_records
 from memory.crypto import open_text
+from memory.embedding import embed_in_context
 from memory.episodic import AddReport
 from memory.errors import NotFound
 from memory.extraction import extract
@@ -26,6 +27,7 @@ from memory.policy import CHILD_AGE
 from memory.runtime import Runtime
 
 EMBED_MAX_CHARS = 1000
+CONTEXT_MAX_CHARS = 300
 log = logging.getLogger("mneme.pipeline")
 
 
@@ -110,15 +112,38 @@ def anchor_facts(rt: Runtime, message: Message, facts: list[Fact]) -> list[Fact]
     return [f.model_copy(update={"object": anchoring.anchor(f.object, recent).name}) for f in facts]
 
 
+def previous_turns(rt: Runtime, items: Sequence[EmbedItem]) -> list[str]:
+    """For each message, the session's turn just before it ('' if none, or in child mode): what a reply
+    answers. Read from working memory (one read per session), so no task carries another message's text."""
+    windows: dict[tuple[str, str], list] = {}
+    turns = []
+    for item in items:
+        first = item.events[0] if item.events else None
+        if not item.text or first is None:
+            turns.append("")
+            continue
+        where = (item.tenant, first.session_id)
+        if where not in windows:
+            try:
+                windows[where] = rt.working.read(*where).messages
+            except NotFound:
+                windows[where] = []
+        window = windows[where]
+        position = next((i for i, m in enumerate(window) if m.message_id == first.message_ids[0]), None)
+        turns.append(window[position - 1].content if position else "")
+    return turns
+
+
 def embed_stage(rt: Runtime, items: Sequence[EmbedItem]) -> list[dict]:
     """Embed many messages in one model call and store (or merge) their events; returns the audit
-    records of events evicted by the per-user cap."""
+    records of events that left the live layer over the per-user cap."""
     erased = [i for i in items if rt.policies.erased_after(i.tenant, i.user_id, i.received_at)]
     for item in erased:  # queued before the user's erasure: dropped, never resurrected
         rt.jobs.finish(item.job_id, "dropped", "the user was erased after this message arrived")
     items = [i for i in items if i not in erased]
-    vectors = rt.embedder.embed([html.unescape(item.text)[:EMBED_MAX_CHARS] for item in items])
-    vectors[[not item.text for item in items]] = 0.0  # child mode: type only
+    texts = [html.unescape(item.text)[:EMBED_MAX_CHARS] for item in items]
+    contexts = [html.unescape(turn)[:CONTEXT_MAX_CHARS] for turn in previous_turns(rt, items)]
+    vectors = embed_in_context(rt.embedder, texts, contexts, rt.settings.context_vector_weight)
     events = [event for item in items for event in item.events]
     rows = np.stack([vectors[i] for i, item in enumerate(items) for _ in item.events]) if events else vectors
     texts = {event.event_id: item.text for item in items for event in item.events}  # event ids are per user
@@ -127,9 +152,10 @@ def embed_stage(rt: Runtime, items: Sequence[EmbedItem]) -> list[dict]:
         merged = sum(1 for e in item.events if e.event_id in report.merged)
         rt.jobs.note(item.job_id, embed_batch=len(items), merged=merged)
         rt.jobs.complete(item.job_id, "embed")
-    if report.evicted:
-        log.info("evicted %d events over the per-user cap: %s", len(report.evicted), report.evicted)
-    return [eviction_record(e) for e in report.evicted]
+    if report.evicted or report.consolidated:
+        log.info("over the per-user cap: %d events to the deep tier, %d consolidated", len(report.evicted),
+                 len(report.consolidated))
+    return layer_records(report)
 
 
 def graph_stage(rt: Runtime, job_id: str, facts: Sequence[Fact], received_at: float = 0.0) -> list[dict]:

@@ -6,19 +6,21 @@ How an event's score is built (``README`` → "How recall ranks"):
 2. Candidates: the ``recall_depth`` best rows by keyword score and by vector similarity, over the event
    layer and the deep tier alike (every message a user said, until a named forgetting removes it).
 3. Each signal is a strength, not a rank: ``keyword`` is BM25 with the user's own statistics divided by
-   the query's total term weight (1.0 ≈ every query term matched; ``memory.episodic``), ``vector`` is the
-   cosine similarity rescaled so the user's typical similarity to this query is 0 and the best is 1.
-   A rare name matched by the keyword side therefore counts in full, and a long query's common words
-   count little — in any language: an other-language memory that is the best semantic match gets full
-   vector credit, and same-language memories no free keyword credit.
-4. ``fused = vector_weight·vector + keyword_weight·keyword``, times the event's feedback weight and
+   the query's total term weight (1.0 ≈ every query term matched, capped there; ``memory.episodic``),
+   ``vector_sim`` the cosine similarity. A rare name matched by the keyword side therefore counts in full
+   and a long query's common words count little, in any language: an other-language memory that is the
+   best semantic match keeps its full vector credit, and same-language memories get no free keyword
+   credit for sharing common words. (Rank fusion gave every keyword hit nearly the same credit, and buried
+   specifics; rescaling the similarity per query made it overrule the keyword side: both measured worse.)
+4. ``fused = vector_weight·vector_sim + keyword_weight·keyword``, times the event's feedback weight and
    noise weight, ``1 + type_boost`` when its type is one the query asks for, ``1 + time_boost`` when it
    falls in the query's time window, and ``1 + recency_boost·recency``.
-5. Rows of one message, and messages merged into one event, collapse into one hit; a hit needs
-   ``recall_min_similarity`` or ``recall_min_keyword`` (or the type the query asks for) to be shown at all:
-   a relevance floor, so a query with no answer in memory returns few or no events and says so in
-   ``notes``. The session's latest user message (the one being answered), and a message whose text is the
-   query's, posted within the hour, are not recalled as the past.
+5. Rows of one message, and messages merged into one event, collapse into one hit. A relevance floor, so
+   a query with no answer in memory returns few or no events and says so in ``notes``: the best memory must
+   reach ``recall_answer_similarity`` or ``recall_answer_keyword``, and each hit ``recall_min_similarity``
+   or ``recall_min_keyword`` (a memory of the type the query asks for passes). The session's latest user
+   message (the one being answered), and a message whose text is the query's, posted within the hour, are
+   not recalled as the past.
 Every hit says where it came from (message ids) and why it was chosen (``why``: the score parts).
 """
 
@@ -27,7 +29,7 @@ from __future__ import annotations
 import contextvars
 import re
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as Timeout
 from dataclasses import dataclass
@@ -49,7 +51,6 @@ from memory.working import StoredMessage
 #: deadline: a store that hangs (a lock, a dead server) costs a recall that long, not the driver's timeout.
 _LAYERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="recall-layer")
 JUST_POSTED_S = 3600.0  # a message repeating the query, posted this recently, is the query itself
-UNRELATED_SIMILARITY, PRIOR_WEIGHT = 0.1, 20  # the cosine of unrelated texts (multilingual USE), as n samples
 NO_MATCH = "nothing in long-term memory matches the query well enough"
 
 #: Event types a query clearly asks for ("上次那个方案" → plan): they get ``type_boost``.
@@ -80,8 +81,8 @@ class EventHit(BaseModel):
     count: int
     message_ids: list[str] = Field(description="The matching messages of this memory, best first.")
     score: float
-    why: dict[str, float] = Field(description="Score parts: keyword, vector_sim, vector, fused, weight (feedback), "
-                                              "noise, type_match, in_time_window, recency.")
+    why: dict[str, float] = Field(description="Score parts: keyword, vector_sim, fused, weight (feedback), noise, "
+                                              "type_match, in_time_window, recency.")
 
 
 class FactHit(BaseModel):
@@ -215,8 +216,6 @@ def search_events(rt: Runtime, tenant: str, user_id: str, search: Search) -> lis
     if not keyword and not dense:
         return []
     sims = dict(dense)
-    base = _typical_similarity([sim for _, sim in dense])
-    top = max(sims.values(), default=base)
     rows = rt.episodic.store.get(tenant, user_id, list(dict.fromkeys([*keyword, *sims])))
     query_lang = language(search.cue.main)
     candidates: dict[str, _Candidate] = {}
@@ -231,10 +230,14 @@ def search_events(rt: Runtime, tenant: str, user_id: str, search: Search) -> lis
                         * (1.0 if same_language else s.cross_language_keyword_weight))
         c.sim = max(c.sim, sims.get(row.event_id, -1.0))
     scored = []
+    best_sim = max((c.sim for c in candidates.values()), default=-1.0)
+    best_keyword = max((c.keyword for c in candidates.values()), default=0.0)
+    answered = best_sim >= s.recall_answer_similarity or best_keyword >= s.recall_answer_keyword
     for message_id, c in candidates.items():
-        parts = _score(c, base, top, search, s)
-        if c.sim < s.recall_min_similarity and c.keyword < s.recall_min_keyword and not parts["type_match"]:
-            continue  # the relevance floor: a memory must match the query, or be of the kind it asks for
+        parts = _score(c, search, s)
+        if not parts["type_match"] and (not answered or (c.sim < s.recall_min_similarity
+                                                         and c.keyword < s.recall_min_keyword)):
+            continue  # the relevance floor: memory must answer the query, each hit match it, or be the kind asked
         scored.append((parts["score"], message_id, c, parts))
     scored.sort(key=lambda x: (-x[0], x[1]))
     return _hits(rt, tenant, user_id, scored, search)
@@ -248,28 +251,19 @@ def _query_vector(rt: Runtime, cue: queries.Cue) -> np.ndarray:
     return blended / max(float(np.linalg.norm(blended)), 1e-12)
 
 
-def _typical_similarity(sims: Sequence[float]) -> float:
-    """How similar this user's memories typically are to the query: the median of the best ``depth``,
-    drawn towards the similarity of unrelated text when there are few (a median of 3 says little)."""
-    n = len(sims)
-    return (n * float(np.median(sims)) + PRIOR_WEIGHT * UNRELATED_SIMILARITY) / (n + PRIOR_WEIGHT) if n else 0.0
-
-
-def _score(c: _Candidate, base: float, top: float, search: Search, s: Settings) -> dict[str, float]:
-    vector = max(0.0, (c.sim - base) / (top - base)) if top > base else 0.0
-    keyword = min(1.0, c.keyword)
-    fused = s.vector_weight * vector + s.keyword_weight * keyword
+def _score(c: _Candidate, search: Search, s: Settings) -> dict[str, float]:
+    fused = s.vector_weight * max(0.0, c.sim) + s.keyword_weight * min(1.0, c.keyword)
     weight = max(r.weight for r in c.rows)
     noise = max(r.noise for r in c.rows)
     type_match = float(bool(search.inferred) and any(r.event_type in search.inferred for r in c.rows))
-    ts = max(r.ts for r in c.rows)
+    ts = max(r.said_at for r in c.rows)  # when the message itself was said
     window = search.cue.window
     in_window = float(window is not None and window[0] <= ts <= window[1])
     recency = 0.5 ** (max(0.0, search.now - ts) / 86400 / s.recency_half_life_days)
     score = (fused * weight * noise * (1 + s.type_boost * type_match) * (1 + s.time_boost * in_window)
              * (1 + s.recency_boost * recency))
     return {"score": round(score, 6), "keyword": round(c.keyword, 4), "vector_sim": round(c.sim, 4),
-            "vector": round(vector, 4), "fused": round(fused, 4), "weight": weight, "noise": noise,
+            "fused": round(fused, 4), "weight": weight, "noise": noise,
             "type_match": type_match, "in_time_window": in_window, "recency": round(recency, 4)}
 
 
@@ -294,8 +288,8 @@ def _hits(rt: Runtime, tenant: str, user_id: str, scored: list, search: Search) 
         event_id = best.canonical_id or best.event_id
         live = any(r.status == LIVE or r.canonical_id for r in c.rows)
         hit = EventHit(
-            **best.model_dump(include={"event_type", "role", "session_id", "ts", "confidence", "count"}),
-            event_id=event_id, tier="event" if live else "deep", message_ids=[message_id],
+            **best.model_dump(include={"event_type", "role", "session_id", "confidence", "count"}),
+            ts=best.said_at, event_id=event_id, tier="event" if live else "deep", message_ids=[message_id],
             summary=shown.summary, keywords=shown.keywords, text=shown.text if search.include_text else None,
             score=score, why={k: v for k, v in parts.items() if k != "score"},
         )

@@ -58,6 +58,8 @@ class Settings(BaseSettings):
     embed_flush_interval_s: float = Field(0.2, gt=0)
     task_max_retries: int = Field(8, ge=0)
     preload_embedder: bool = Field(False, description="Load the model when a worker process starts.")
+    context_vector_weight: float = Field(0.3, ge=0, le=1, description="A message's vector adds this share of the "
+                                                                      "turn before it: a reply means what it answers.")
     embed_threads: int = Field(1, ge=1, description="Per process: two threads on a busy 2-core box collapse.")
     visibility_timeout_s: int = Field(3600, ge=10)
 
@@ -97,16 +99,19 @@ class Settings(BaseSettings):
         2.0, gt=0, description="A long-term layer that has not answered by then is reported in `degraded`."
     )
     recall_depth: int = Field(100, ge=10, le=2000, description="Candidates taken from each signal.")
-    vector_weight: float = Field(0.5, ge=0, description="Weight of the (rescaled) vector similarity in the fusion.")
-    keyword_weight: float = Field(0.5, ge=0, description="Weight of the (normalised) BM25 score in the fusion.")
+    vector_weight: float = Field(0.6, ge=0, description="Weight of the cosine similarity in the fusion.")
+    keyword_weight: float = Field(0.4, ge=0, description="Weight of the normalised BM25 score in the fusion.")
     cross_language_keyword_weight: float = Field(
         1.0, ge=0, le=1, description="Keyword evidence counts this much when query and event languages differ."
     )
     context_weight: float = Field(0.25, ge=0, le=1, description="Share of a dialogue query's earlier turns beside "
                                                                 "its latest user turn (the main cue).")
-    recall_min_similarity: float = Field(0.3, ge=-1, le=1, description="Relevance floor: a memory needs this "
-                                                                       "cosine similarity …")
-    recall_min_keyword: float = Field(0.3, ge=0, description="… or this keyword score to be recalled at all.")
+    recall_answer_similarity: float = Field(0.3, ge=-1, le=1, description="Relevance floor: the best memory needs "
+                                                                          "this cosine similarity …")
+    recall_answer_keyword: float = Field(0.3, ge=0, description="… or this keyword score, or nothing is recalled.")
+    recall_min_similarity: float = Field(0.15, ge=-1, le=1, description="Each recalled memory needs this cosine "
+                                                                        "similarity …")
+    recall_min_keyword: float = Field(0.15, ge=0, description="… or this keyword score.")
     type_boost: float = Field(0.15, ge=0, description="Share added when an event's type is one the query asks for.")
     time_boost: float = Field(0.5, ge=0, description="Share added when an event falls in the query's time window.")
     recency_half_life_days: float = Field(30.0, gt=0)

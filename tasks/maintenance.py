@@ -7,7 +7,7 @@ from pathlib import Path
 from celery import shared_task
 
 from memory import erasure, maintenance, pipeline
-from memory.audit import eviction_record, outbox
+from memory.audit import layer_records, outbox
 from memory.pipeline import tuning_stage
 from memory.runtime import get_runtime
 from tasks.base import MnemeTask
@@ -51,8 +51,7 @@ def decay(dry_run: bool = False, limit: int = 100_000, batch_size: int = 500) ->
 
 def _maintain(job, dry_run: bool, limit: int, batch_size: int) -> dict:
     report = maintenance.run(get_runtime(), job, dry_run=dry_run, limit=limit, batch_size=batch_size)
-    if report.evicted:
-        send_audit([eviction_record(e) for e in report.evicted])
+    send_audit(layer_records(report.layer))
     return report.model_dump()
 
 

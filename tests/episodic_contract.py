@@ -253,7 +253,7 @@ class EpisodicContract:
                   self.event(ids, "b", kind=EventType.statement, ts=now, conf=0.8, tokens=[tok("b")]),
                   self.event(ids, "c", kind=EventType.statement, ts=now, conf=0.5, tokens=[tok("c")])]
         report = store.add(events, rows(a, b, unit(0, 0, 1)), 0.9, 2, consolidate_threshold=0.8)
-        assert report.consolidated == {ids("a"): ids("b")} and not report.evicted
+        assert [(c.event_id, c.into) for c in report.consolidated] == [(ids("a"), ids("b"))] and not report.evicted
         [kept, absorbed] = store.get(T, ids("u"), [ids("b"), ids("a")])
         assert kept.count == 2 and kept.message_ids == ["m-b", "m-a"] and kept.status == LIVE
         assert (absorbed.status, absorbed.canonical_id) == (MERGED, ids("b"))

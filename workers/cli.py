@@ -33,7 +33,7 @@ from rich.table import Table
 
 from memory import deadletters, erasure, keys, maintenance, pipeline, tenants
 from memory.archive import decode, user_prefix
-from memory.audit import eviction_record, verify
+from memory.audit import layer_records, verify
 from memory.episodic import ALL_STATUSES, StoredEvent
 from memory.errors import InvalidInput, MnemeError, NotFound
 from memory.runtime import Runtime
@@ -345,8 +345,8 @@ def _per_user(ops: Ops, job: Callable, name: str, dry_run: bool, limit: int, bat
             job(rt, tenant, user_id, report, now)
             progress.advance(bar)
         progress.update(bar, total=report.users)
-    if report.evicted:
-        rt.audit.write([eviction_record(e) for e in report.evicted])
+    if records := layer_records(report.layer):
+        rt.audit.write(records)
     return report.model_dump()
 
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from memory.audit.file import FileAuditLog, VerifyReport, verify
-from memory.episodic import Evicted
+from memory.episodic import AddReport, Consolidated, Evicted
 from memory.errors import InvalidInput
 from memory.graph import Change
 
@@ -59,6 +59,16 @@ def graph_write_record(change: Change, operator_id: str) -> dict:
     return record(change.tenant, change.user_id, f"graph.{change.action}", change.record_id, operator_id,
                   change.source.value, relation=change.relation.value, rel_id=change.rel_id,
                   evidence_id=change.evidence_id, confidence_before=change.before, confidence_after=change.after)
+
+
+def layer_records(report: AddReport) -> list[dict]:
+    """Audit records of what left the live event layer: moved to the deep tier, or consolidated."""
+    return [eviction_record(e) for e in report.evicted] + [consolidation_record(c) for c in report.consolidated]
+
+
+def consolidation_record(merged: Consolidated) -> dict:
+    return record(merged.tenant, merged.user_id, "episodic.consolidate", f"consolidate:{merged.event_id}",
+                  "pipeline", "cap", event_id=merged.event_id, into=merged.into)
 
 
 def eviction_record(evicted: Evicted) -> dict:

@@ -30,7 +30,7 @@ from collections.abc import Collection, Sequence
 from typing import Protocol
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from memory.models import EventBase, EventType
 
@@ -55,8 +55,16 @@ class StoredEvent(EventBase):
     noise: float = 1.0
     status: str = LIVE
     canonical_id: str | None = Field(None, description="For a merged row: the live event that absorbed it.")
+    said_at: float = Field(0.0, description="When this row's own message was said (a live event's ``ts`` moves "
+                                            "to its latest merged message); unset: ``ts``.")
     sealed: bytes = Field(repr=False)
     tokens: list[str] = Field(default_factory=list, repr=False)
+
+    @model_validator(mode="after")
+    def _said_when_made(self) -> StoredEvent:
+        if not self.said_at:
+            self.said_at = self.ts
+        return self
 
     @property
     def message_id(self) -> str:
@@ -71,12 +79,18 @@ class Evicted(BaseModel):
     event_type: EventType
 
 
+class Consolidated(BaseModel):
+    tenant: str
+    user_id: str
+    event_id: str
+    into: str = Field(description="The live event that absorbed it.")
+
+
 class AddReport(BaseModel):
     inserted: list[str] = Field(default_factory=list)
     merged: dict[str, str] = Field(default_factory=dict, description="event id → the event that absorbed it")
     known: list[str] = Field(default_factory=list, description="seen before: nothing changed")
-    consolidated: dict[str, str] = Field(default_factory=dict,
-                                         description="live events merged over the cap → the event that absorbed it")
+    consolidated: list[Consolidated] = Field(default_factory=list, description="live events merged over the cap")
     evicted: list[Evicted] = Field(default_factory=list, description="out of the event layer, into the deep tier")
 
 

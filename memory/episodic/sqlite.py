@@ -21,6 +21,7 @@ from memory.episodic import (
     SEARCHABLE,
     UPDATABLE,
     AddReport,
+    Consolidated,
     Evicted,
     StoredEvent,
     merged_confidence,
@@ -51,6 +52,7 @@ CREATE TABLE IF NOT EXISTS events (
     canonical_id TEXT,
     sealed BLOB NOT NULL,
     embedding BLOB NOT NULL,
+    said_at REAL NOT NULL DEFAULT 0,
     tokens TEXT NOT NULL DEFAULT '',
     length INTEGER NOT NULL DEFAULT 0,
     updated_at REAL NOT NULL
@@ -61,7 +63,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5 (tokens, tokenize = 'un
 """
 
 _FIELDS = ("event_id", "tenant", "user_id", "session_id", "ts", "event_type", "role", "lang", "text_hash",
-           "message_ids", "confidence", "count", "weight", "noise", "status", "canonical_id", "sealed")
+           "message_ids", "confidence", "count", "weight", "noise", "status", "canonical_id", "said_at", "sealed")
 _COLUMNS = ", ".join(_FIELDS)
 K1, B = 1.2, 0.75  # BM25
 
@@ -106,6 +108,7 @@ class SQLiteEpisodicStore:
             rows, fts = [], []
             for i, event in enumerate(events):
                 values = [getattr(event, f) for f in _FIELDS]
+                values[_FIELDS.index("said_at")] = event.said_at
                 values[_FIELDS.index("event_type")] = EventType(event.event_type).value
                 values[_FIELDS.index("role")] = getattr(event.role, "value", event.role)
                 values[_FIELDS.index("message_ids")] = json.dumps(event.message_ids)
@@ -132,9 +135,10 @@ class SQLiteEpisodicStore:
         match = " OR ".join(f'"{t}"' for t in wanted)
         stats_sql = (f"SELECT COUNT(DISTINCT text_hash), AVG(length) FROM events e WHERE tenant = ? AND user_id = ? "
                      f"{status_sql}")
-        rows_sql = f"""SELECT e.event_id, e.text_hash, e.tokens, e.length, {type_ok}
-                       FROM events_fts JOIN events e ON e.rowid = events_fts.rowid
-                       WHERE events_fts MATCH ? AND e.tenant = ? AND e.user_id = ? {status_sql}"""
+        # the FTS index drives (a join lets SQLite probe it once per row of the user instead: 200× slower)
+        rows_sql = f"""SELECT e.event_id, e.text_hash, e.tokens, e.length, {type_ok} FROM events e
+                       WHERE e.rowid IN (SELECT rowid FROM events_fts WHERE events_fts MATCH ?)
+                       AND e.tenant = ? AND e.user_id = ? {status_sql}"""
 
         def read(c: sqlite3.Connection) -> tuple[tuple, list]:
             stats = c.execute(stats_sql, (tenant, user_id, *status_args)).fetchone()
@@ -242,6 +246,7 @@ def _add_one(conn: sqlite3.Connection, event: StoredEvent, vector: np.ndarray, t
 
 def _insert(conn: sqlite3.Connection, event: StoredEvent, vector: np.ndarray) -> None:
     values = [getattr(event, f) for f in _FIELDS]
+    values[_FIELDS.index("said_at")] = event.said_at
     values[_FIELDS.index("event_type")] = event.event_type.value
     values[_FIELDS.index("role")] = event.role.value
     values[_FIELDS.index("message_ids")] = json.dumps(event.message_ids)
@@ -287,7 +292,7 @@ def _enforce_cap(conn: sqlite3.Connection, tenant: str, user_id: str, cap: int, 
         conn.execute("UPDATE events SET canonical_id = ? WHERE canonical_id = ?", (into, event_id))
         conn.execute("UPDATE events SET status = ?, canonical_id = ?, updated_at = ? WHERE event_id = ?",
                      (MERGED, into, now, event_id))
-        report.consolidated[event_id] = into
+        report.consolidated.append(Consolidated(tenant=tenant, user_id=user_id, event_id=event_id, into=into))
 
 
 def _vectors(conn: sqlite3.Connection, tenant: str, user_id: str, types: Collection[EventType] | None,

@@ -96,6 +96,7 @@ from memory.episodic import (
     SEARCHABLE,
     UPDATABLE,
     AddReport,
+    Consolidated,
     Evicted,
     StoredEvent,
     merged_confidence,
@@ -111,7 +112,8 @@ TENANT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 COLLECTION_NAME = re.compile(r"^[A-Z][_0-9A-Za-z]{0,127}$")
 
 _FIELDS = ("event_id", "tenant", "user_id", "session_id", "ts", "event_type", "role", "lang", "text_hash",
-           "message_ids", "confidence", "count", "weight", "noise", "status", "canonical_id", "sealed", "tokens")
+           "message_ids", "confidence", "count", "weight", "noise", "status", "canonical_id", "said_at", "sealed",
+           "tokens")
 _READ = list(_FIELDS)  # BLOB properties are only returned when named
 _PROPERTIES = [
     *(Property(name=n, data_type=DataType.TEXT, tokenization=Tokenization.FIELD, index_searchable=False)
@@ -119,7 +121,8 @@ _PROPERTIES = [
                 "canonical_id")),
     Property(name="message_ids", data_type=DataType.TEXT_ARRAY, tokenization=Tokenization.FIELD,
              index_searchable=False),
-    *(Property(name=n, data_type=DataType.NUMBER) for n in ("ts", "confidence", "weight", "noise", "updated_at")),
+    *(Property(name=n, data_type=DataType.NUMBER) for n in ("ts", "said_at", "confidence", "weight", "noise",
+                                                            "updated_at")),
     Property(name="count", data_type=DataType.INT),
     Property(name="sealed", data_type=DataType.BLOB),
     Property(name="tokens", data_type=DataType.TEXT, tokenization=Tokenization.WHITESPACE, index_filterable=False),
@@ -369,7 +372,7 @@ class WeaviateEpisodicStore:
                 handle.data.update(uuid=object_id(child.properties["event_id"]), properties={"canonical_id": into})
             handle.data.update(uuid=object_id(into),
                                properties={**{k: target[k] for k in _ABSORBED}, "updated_at": now})
-            report.consolidated[event_id] = into
+            report.consolidated.append(Consolidated(tenant=tenant, user_id=user_id, event_id=event_id, into=into))
 
     # --- reads ------------------------------------------------------------------------------
 
@@ -617,6 +620,7 @@ def _where(types: Collection[EventType] | None, statuses: Collection[str]) -> An
 
 def _properties(event: StoredEvent) -> dict:
     props = event.model_dump(include=set(_FIELDS) - {"sealed", "tokens"}, mode="json")
+    props["said_at"] = event.said_at
     return {**props, "sealed": base64.b64encode(event.sealed).decode(), "tokens": " ".join(event.tokens)}
 
 
@@ -628,4 +632,5 @@ def _event(props: dict) -> StoredEvent:
     fields["count"] = int(fields["count"])
     if fields["noise"] is None:  # written before the property existed
         fields["noise"] = 1.0
+    fields["said_at"] = fields["said_at"] or 0.0
     return StoredEvent(**fields)

@@ -1,0 +1,1 @@
+"""LongMem: a synthetic long-conversation memory benchmark (generator, validator, BM25 baseline)."""
