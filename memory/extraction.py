@@ -166,6 +166,10 @@ _GREETING = _rx(r"^(?:你好|您好|嗨|哈喽|早上好|晚上好|下午好|早
 _SMALL_TALK = _rx(r"^(?:哈哈+|嗯+|好的|好吧|ok(?:ay)?|lol|haha+|cool|nice|嘿嘿|呵呵|行)[\s!！。,.，~]*$")
 _QUESTION = _rx(r"[?？]|^(?:what|why|how|when|where|who|which|is|are|do|does|can|could)\b|(?:吗|呢)[。!！]?$|"
                 r"为什么|怎么|什么|如何|哪|区别|多少")
+#: Whether a message says anything about its writer: a question that does not ("what's a good dinner
+#: idea?") asks the assistant something and is a weak memory of the user (``IMPERSONAL_QUESTION_WEIGHT``).
+_FIRST_PERSON = _rx(r"\b(?:i|i'm|i've|i'd|i'll|im|my|me|mine|myself|we|we're|our|us)\b|我|咱|俺")
+IMPERSONAL_QUESTION_WEIGHT = 0.7
 _PLAN = _rx(r"第[一二三1-3]步|步骤|首先.{0,40}然后|^\s*1[.、)]|\bstep 1\b|\bfirst,.{0,80}\bthen\b")
 
 
@@ -207,6 +211,8 @@ def extract(message: Message) -> Extraction:
     # what every event of the message shares, computed once (segmentation is most of extraction's time)
     shared = {"summary": summary(message.content), "text_hash": sha256(message.content),
               "tokens": tokenize(message.content)}
+    if message.role is Role.user and set(found) == {EventType.question} and not _FIRST_PERSON.search(text):
+        shared["weight"] = IMPERSONAL_QUESTION_WEIGHT
     events = [_event(message, kind, names, conf, shared) for kind, (names, conf) in found.items()]
     return Extraction(events=events, facts=_dedupe(facts))
 

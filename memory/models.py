@@ -87,6 +87,7 @@ class EventBase(BaseModel):
     message_ids: list[str]
     confidence: float = Field(ge=0.0, le=1.0)
     count: int = 1
+    weight: float = Field(1.0, gt=0, description="Retrieval weight: set by extraction, moved by feedback.")
 
 
 class Event(EventBase):

@@ -75,3 +75,13 @@ def test_events_are_deterministic_and_well_formed():
 
 def test_zh_number():
     assert [zh_number(x) for x in ["十七", "二十", "两", "17", "一百"]] == [17, 20, 2, 17, None]
+
+
+@pytest.mark.parametrize("text, weight", [
+    ("What's a good dinner idea?", 0.7), ("今天吃什么好？", 0.7), ("怎么退款", 0.7),
+    ("What should I cook for my sister tonight?", 1.0), ("我家猫不吃饭怎么办？", 1.0),
+    ("谢谢！那下一步呢？", 1.0), ("I moved to Ottawa last month", 1.0),
+])
+def test_a_question_that_says_nothing_about_the_user_weighs_less(text, weight):
+    """Asking the assistant something general is a weak memory of the user; a personal question is not."""
+    assert {e.weight for e in run(text).events} == {weight}

@@ -4,13 +4,21 @@ and temporal queries."""
 
 import time
 
+import httpx
+import pytest
+
+from memory.episodic import ALL_STATUSES
+from memory.runtime import Runtime
+from tests.stacks import running_stack
+from workers.client import MnemeClient
+
 DAY = 86400.0
 
-CHATTER = ["谢谢！", "好的", "哈哈", "Thanks!", "ok cool", "你好", "嗯嗯", "got it, thanks", "明白了", "lol"]
-TOPICAL = ["I went running this morning, about five kilometres", "我最近在学做饭，昨天做了番茄炒蛋",
-           "Work was busy today, lots of meetings", "周末打算去爬山", "I watched a documentary about whales",
-           "我在看一本关于历史的书", "The weather has been really cold", "今天地铁特别挤",
-           "I'm thinking about repainting the living room", "我想换个新手机"]
+THINGS = ["kettle", "umbrella", "notebook", "lamp", "backpack", "scarf", "blender", "chess set", "yoga mat",
+          "phone case", "teapot", "desk fan", "water bottle", "cookbook", "rain jacket"]
+PLACES = ["market", "mall", "corner shop", "airport", "station", "bookshop", "hardware store", "outlet",
+          "pharmacy", "flea market", "supermarket", "department store", "garden centre", "bazaar", "kiosk",
+          "second-hand shop", "museum shop", "night market", "craft fair", "pop-up store"]
 
 
 def post(client, user, items, session="s1"):
@@ -24,15 +32,38 @@ def ids_of(result):
     return [m for hit in result.events for m in hit.message_ids]
 
 
-def test_a_fact_said_early_stays_findable_after_the_event_layer_overflows(client, uid):
+@pytest.fixture(scope="module")
+def small_layer(tmp_path_factory):
+    """A stack whose event layer holds 20 events per user, so a test overflows it with a few dozen messages."""
+    with running_stack(tmp_path_factory, "small-layer", MNEME_EVENTS_CAP="20", MNEME_CONSENT_REQUIRED="false") as s:
+        with MnemeClient(s.api_url) as c:
+            yield s, Runtime(s.settings), c
+
+
+def test_a_fact_said_early_stays_findable_after_the_event_layer_overflows(small_layer, uid):
+    stack, runtime, client = small_layer
     user, start = f"u{uid}", time.time() - 200 * DAY
     items = [("fact", "user", "My locker combination at the gym is 4-19-27", start)]
-    for i in range(260):  # far over the 200-event layer: chit-chat and topical talk, months of it
-        text = (CHATTER if i % 3 else TOPICAL)[i % 10] + ("" if i % 3 else f" ({i})")
+    for i in range(80):  # four times the layer: thanks and everyday talk, months of it
+        thing, place = THINGS[i % len(THINGS)], PLACES[i % len(PLACES)]
+        text = f"Thanks, the tip about the {thing} helped!" if i % 2 else f"I bought a {thing} at the {place} today"
         items.append((f"m{i}", "user", text, start + (i + 1) * 3600 * 12))
     post(client, user, items)
     result = client.recall(user_id=user, query="what's the code for my gym locker?", k=5)
     assert "fact" in ids_of(result)[:3], [h.summary for h in result.events]
+    rows = [e for e, _ in runtime.episodic_store.dump("default", user, statuses=ALL_STATUSES, limit=10_000)]
+    assert runtime.episodic_store.live_count("default", user) == 20 and len(rows) == 81  # none deleted
+    evicted = {e.event_type.value for e in rows if e.status == "evicted"}
+    live = {e.event_type.value for e in rows if e.status == "live"}
+    assert "feedback" in evicted and not ("statement" in evicted and "feedback" in live)  # thanks leave first
+
+    # the forgetting the design names covers the deep tier too: delete-by-type, then erasure
+    httpx.delete(f"{stack.api_url}/v1/users/{user}/events", params={"event_type": "small_talk"}).raise_for_status()
+    rows = [e for e, _ in runtime.episodic_store.dump("default", user, statuses=ALL_STATUSES, limit=10_000)]
+    assert rows and not [e for e in rows if e.event_type.value == "small_talk"]
+    receipt = client.erase(user)
+    assert receipt.complete and receipt.remaining["episodic_events"] == 0
+    assert runtime.episodic_store.dump("default", user, statuses=ALL_STATUSES, limit=1) == []
 
 
 def test_a_rare_name_beats_chit_chat_the_embedder_likes(client, uid):

@@ -64,7 +64,8 @@ class RollbackIn(BaseModel):
 class RecallIn(BaseModel):
     user_id: Id
     session_id: Id | None = None
-    query: str = Field(min_length=1, max_length=2000)
+    query: str = Field(min_length=1, max_length=10_000, description="A question, or a few turns of dialogue "
+                                                                     "(`user: …` lines): the latest user turn leads.")
     k: int = Field(5, ge=1, le=50)
     event_types: list[EventType] | None = None
     include_text: bool = Field(False, description="Return each event's full (decrypted) message text.")

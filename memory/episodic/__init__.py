@@ -51,7 +51,6 @@ class StoredEvent(EventBase):
     """An event as the store holds it: metadata, a sealed payload and keyed tokens — no plaintext."""
 
     lang: str
-    weight: float = 1.0
     noise: float = 1.0
     status: str = LIVE
     canonical_id: str | None = Field(None, description="For a merged row: the live event that absorbed it.")

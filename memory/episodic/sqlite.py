@@ -108,7 +108,7 @@ class SQLiteEpisodicStore:
             rows, fts = [], []
             for i, event in enumerate(events):
                 values = [getattr(event, f) for f in _FIELDS]
-                values[_FIELDS.index("said_at")] = event.said_at
+                values[_FIELDS.index("said_at")] = event.said_at or event.ts
                 values[_FIELDS.index("event_type")] = EventType(event.event_type).value
                 values[_FIELDS.index("role")] = getattr(event.role, "value", event.role)
                 values[_FIELDS.index("message_ids")] = json.dumps(event.message_ids)
