@@ -259,14 +259,13 @@ def print_table(results: dict[str, dict[str, dict[str, float]]], metric: str = "
 
 
 def sweep(users: list[dict], queries: list[dict], run: Callable[[list[dict], list[dict]], dict[str, Ranked]]):
-    """Questions about facts of each long user's first 100 messages, asked after 100 … 1,000 messages."""
-    long_users = [u for u in users if sum(len(s["messages"]) for s in u["sessions"]) >= max(SWEEP)]
+    """Questions about what each user said in their first 100 messages, asked after 100, 200, 500 and 1,000
+    messages of history (a user with fewer has all of theirs)."""
+    first = {u["user_id"]: {m["message_id"] for m in messages(truncated(u, min(SWEEP)))} for u in users}
+    early = [q for q in queries if set(q["gold"]) <= first[q["user_id"]]]
     out = {}
     for limit in SWEEP:
-        cut = [truncated(u, limit) for u in long_users]
-        early_ids = {u["user_id"]: {m["message_id"] for m in messages(truncated(u, min(SWEEP)))} for u in long_users}
-        early = [q for q in queries if q["user_id"] in early_ids and set(q["gold"]) <= early_ids[q["user_id"]]]
-        runs = run(cut, early)
+        runs = run([truncated(u, limit) for u in users], early)
         out[limit] = {name: score(ranked, early) for name, ranked in runs.items()}
     return out
 
@@ -277,6 +276,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--short", action="store_true", help="the hand-written short-history set of bench/data")
     parser.add_argument("--no-sweep", action="store_true")
+    parser.add_argument("--only-sweep", action="store_true")
     parser.add_argument("--env", action="append", default=[], help="MNEME_X=value for the Mneme run")
     args = parser.parse_args()
     from memory.embedding import USEEmbedder
@@ -296,24 +296,27 @@ def main() -> None:
             ranked, figures = mneme_stack(us, qs, Path(tmp))
             return {**runs, "Mneme (API+workers)": ranked}, figures
 
-    runs, extra = run(users, queries)
-    results = table(runs, queries)
     n_msgs = [sum(len(s["messages"]) for s in u["sessions"]) for u in users]
-    print(f"{len(users)} users, {sum(n_msgs)} messages ({min(n_msgs)}–{max(n_msgs)} per user), "
-          f"{len(queries)} queries; {extra}")
-    for metric in ("R@1", "R@5", "R@10"):
-        print_table(results, metric)
-        print()
-    report = {"users": len(users), "messages": sum(n_msgs), "queries": len(queries), **extra, "results": results}
+    report: dict = {"users": len(users), "messages": sum(n_msgs), "queries": len(queries)}
+    if not args.only_sweep:
+        runs, extra = run(users, queries)
+        results = table(runs, queries)
+        print(f"{len(users)} users, {sum(n_msgs)} messages ({min(n_msgs)}–{max(n_msgs)} per user), "
+              f"{len(queries)} queries; {extra}")
+        for metric in ("R@1", "R@5", "R@10"):
+            print_table(results, metric)
+            print()
+        report |= {**extra, "results": results}
     if not args.no_sweep:
         report["sweep"] = sweep(users, queries, lambda us, qs: run(us, qs)[0])
-        print("history length sweep: R@10 of questions about the first 100 messages")
+        print("history length sweep: R@10 of questions about each user's first 100 messages")
         for limit, figures in report["sweep"].items():
             print(f"  {limit:5d} messages: " + "  ".join(f"{n} {f.get('R@10', float('nan')):.3f}"
                                                       for n, f in figures.items()))
     report["seconds"] = round(time.perf_counter() - started, 1)
     RESULTS.mkdir(exist_ok=True)
-    name = "recall_long_in_process.json" if args.in_process else "recall_long.json"
+    name = ("recall_long_in_process" if args.in_process else "recall_long") + ("_sweep" if args.only_sweep else "")
+    name += ".json"
     (RESULTS / name).write_text(json.dumps(report, indent=2, ensure_ascii=False))
 
 

@@ -8,8 +8,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -48,6 +51,35 @@ def model_dir(target: str) -> Path:
     if not found.is_dir():
         raise ConfigurationError(f"package {target!r} ships no model directory at {found}")
     return found
+
+
+class RecentVectors:
+    """An embedder that remembers the vectors of the last ``size`` distinct texts it embedded: the turn
+    before a message (its context, ``embed_in_context``) was usually embedded moments ago, in the previous
+    batch of the same worker. Texts are remembered by a hash, never as text."""
+
+    def __init__(self, embedder: Embedder, size: int = 4096) -> None:
+        self.embedder, self.size = embedder, size
+        self.name, self.dim = embedder.name, embedder.dim
+        self._recent: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        keys = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).digest() for t in texts]
+        with self._lock:
+            known = {k: self._recent[k] for k in keys if k in self._recent}
+        missing = list(dict.fromkeys((k, t) for k, t in zip(keys, texts, strict=True) if k not in known))
+        if missing:
+            known.update(zip((k for k, _ in missing), self.embedder.embed([t for _, t in missing]), strict=True))
+        with self._lock:
+            for k in keys:
+                self._recent[k] = known[k]
+                self._recent.move_to_end(k)
+            while len(self._recent) > self.size:
+                self._recent.popitem(last=False)
+        return np.stack([known[k] for k in keys])
 
 
 def embed_in_context(embedder: Embedder, texts: Sequence[str], contexts: Sequence[str], weight: float) -> np.ndarray:

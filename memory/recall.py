@@ -51,6 +51,7 @@ from memory.working import StoredMessage
 #: deadline: a store that hangs (a lock, a dead server) costs a recall that long, not the driver's timeout.
 _LAYERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="recall-layer")
 JUST_POSTED_S = 3600.0  # a message repeating the query, posted this recently, is the query itself
+SIBLINGS_SHOWN, SIBLING_SCORE = 3, 0.8  # a memory lists up to 3 of its messages, those scoring ≥ 0.8 of the best
 NO_MATCH = "nothing in long-term memory matches the query well enough"
 
 #: Event types a query clearly asks for ("上次那个方案" → plan): they get ``type_boost``.
@@ -221,7 +222,7 @@ def search_events(rt: Runtime, tenant: str, user_id: str, search: Search) -> lis
     candidates: dict[str, _Candidate] = {}
     for row in rows:
         if row.message_id in search.skip or (row.text_hash == search.repeated
-                                             and search.now - row.ts < JUST_POSTED_S):
+                                             and search.now - row.said_at < JUST_POSTED_S):
             continue
         c = candidates.setdefault(row.message_id, _Candidate())
         c.rows.append(row)
@@ -274,8 +275,9 @@ def _hits(rt: Runtime, tenant: str, user_id: str, scored: list, search: Search) 
     for score, message_id, c, parts in scored:
         groups = {r.canonical_id or r.event_id for r in c.rows}
         held = next((owner[g] for g in groups if g in owner), None)
-        if held is not None:
-            held.message_ids.append(message_id)
+        if held is not None:  # another message of a memory already shown: listed with it when it matches as well
+            if len(held.message_ids) < SIBLINGS_SHOWN and score >= SIBLING_SCORE * held.score:
+                held.message_ids.append(message_id)
             owner.update(dict.fromkeys(groups, held))
             continue
         if len(hits) == search.k:

@@ -18,7 +18,7 @@ from memory.audit import AuditSink
 from memory.beliefs import Beliefs
 from memory.crypto import UserKeys
 from memory.devices import Devices
-from memory.embedding import Embedder
+from memory.embedding import Embedder, RecentVectors
 from memory.episodic import EpisodicStore
 from memory.events import EpisodicMemory
 from memory.graph import GraphStore
@@ -101,7 +101,8 @@ class Runtime:
     def embedder(self) -> Embedder:
         with self._embedder_lock:  # the model loads once even if two requests race for it
             if "_embedder" not in self.__dict__:
-                self.__dict__["_embedder"] = open_backend("embedder", self.settings.embedder_url, self.settings)
+                model = open_backend("embedder", self.settings.embedder_url, self.settings)
+                self.__dict__["_embedder"] = RecentVectors(model)
             return self.__dict__["_embedder"]
 
     @property

@@ -164,8 +164,9 @@ def plan_overflow(live: Sequence[StoredEvent], vectors: np.ndarray, cap: int, th
     counts = [e.count for e in live]
     values = [eviction_value(e, now) for e in live]
     alive = np.ones(len(live), dtype=bool)
-    kinds = [(e.event_type, e.role) for e in live]
-    same_kind = np.array([[a == b for b in kinds] for a in kinds])
+    codes = {kind: i for i, kind in enumerate(dict.fromkeys((e.event_type, e.role) for e in live))}
+    kinds = np.array([codes[(e.event_type, e.role)] for e in live])
+    same_kind = np.equal.outer(kinds, kinds)
     matrix = np.asarray(vectors, dtype=np.float32)
     sims = matrix @ matrix.T
     steps: list[tuple[str, str | None]] = []

@@ -246,7 +246,6 @@ def _add_one(conn: sqlite3.Connection, event: StoredEvent, vector: np.ndarray, t
 
 def _insert(conn: sqlite3.Connection, event: StoredEvent, vector: np.ndarray) -> None:
     values = [getattr(event, f) for f in _FIELDS]
-    values[_FIELDS.index("said_at")] = event.said_at
     values[_FIELDS.index("event_type")] = event.event_type.value
     values[_FIELDS.index("role")] = event.role.value
     values[_FIELDS.index("message_ids")] = json.dumps(event.message_ids)
