@@ -654,7 +654,7 @@ def _measure_recall(rt: Runtime, users: int, n: int, qs: list[str], seed: int) -
         vector = vectors[query]
         t = time.perf_counter()
         rows = db.run(lambda c, u=other: c.execute(
-            "SELECT event_id, embedding FROM events WHERE tenant = ? AND user_id = ?",
+            "SELECT event_id, embedding FROM vectors WHERE tenant = ? AND user_id = ?",
             (TENANT, u)).fetchall())
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
         top = np.argsort(-(matrix @ vector))[:5]

@@ -23,8 +23,8 @@ def sqlite_path(url: str) -> Path:
 class SQLiteFile:
     """A database file with its schema; each thread gets its own connection."""
 
-    def __init__(self, path: Path, schema: str, name: str) -> None:
-        self._path, self._schema, self._name = path, schema, name
+    def __init__(self, path: Path, schema: str, name: str, page_size: int | None = None) -> None:
+        self._path, self._schema, self._name, self._page_size = path, schema, name, page_size
         self._local = threading.local()
         self.run(lambda conn: None)  # create the schema now, not on the first request
 
@@ -33,6 +33,8 @@ class SQLiteFile:
         if conn is None:
             self._path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self._path, timeout=30, isolation_level=None, check_same_thread=False)
+            if self._page_size:  # takes effect when the file is created (before WAL), ignored after
+                conn.execute(f"PRAGMA page_size = {int(self._page_size)}")
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA secure_delete=ON")  # deleted rows are zeroed on disk, not left in free pages
