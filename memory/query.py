@@ -41,13 +41,11 @@ def _split(query: str) -> tuple[str, str]:
     turns = _turns(query)
     if turns:
         users = [i for i, (speaker, _) in enumerate(turns) if _USER_SPEAKERS.match(speaker)]
-        speakers = {speaker for speaker, _ in turns}
         if not users:  # named speakers (a dialogue between people): the last one who is not the assistant
             users = [i for i, (speaker, _) in enumerate(turns) if not _ASSISTANT_SPEAKERS.match(speaker)]
-        if users and len(speakers) > 1 or len(turns) > 1:
-            last = users[-1] if users else len(turns) - 1
-            context = "\n".join(text for i, (_, text) in enumerate(turns) if i != last)
-            return turns[last][1], context
+        last = users[-1] if users else len(turns) - 1
+        context = "\n".join(text for i, (_, text) in enumerate(turns) if i != last)
+        return turns[last][1], context
     if len(query) > LONG_QUERY_CHARS:
         sentences = [s for s in _SENTENCE_END.split(query) if s.strip()]
         if len(sentences) > 1:

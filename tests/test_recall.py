@@ -145,3 +145,18 @@ def test_client_ts_in_milliseconds_is_read_as_milliseconds(client, uid):
     [job] = post(client, user, [("m1", "user", "I started the new job at the bakery", when * 1000)])
     result = client.recall(user_id=user, query="when did I start at the bakery?", k=1)
     assert abs(result.events[0].ts - when) < 1
+
+
+def test_a_reply_is_found_by_what_it_answered(client, uid):
+    """A reply names nothing of its subject ("Go with 180°C for 50 minutes"): the turn before it does."""
+    user, now = f"u{uid}", time.time() - 5 * DAY
+    pairs = [("How many sets should I do for squats at the gym?", "Three sets of ten, with two minutes of rest."),
+             ("Roasting pork belly tonight, what temperature and for how long?",
+              "Go with 180°C for 50 minutes, then let it rest for ten."),
+             ("Which train should I take to the office on Monday?", "Take the 7:40 from platform two, it is fastest.")]
+    items = [item for i, (asked, said) in enumerate(pairs)
+             for item in ((f"q{i}", "user", asked, now + 2 * i), (f"a{i}", "assistant", said, now + 2 * i + 1))]
+    post(client, user, items)
+    result = client.recall(user_id=user, query="How long did you say to roast the pork belly, and how hot?", k=5)
+    replies = [m for m in ids_of(result) if m.startswith("a")]
+    assert replies[:1] == ["a1"], [(h.summary, h.why) for h in result.events]
