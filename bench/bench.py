@@ -606,7 +606,7 @@ def _gen_and_insert(spec: tuple[list[int], list[int]]) -> tuple[float, float]:
     return generated - t, time.perf_counter() - generated
 
 
-def _build_users(rt: Runtime, users: range, per_user: int, templates: list[dict], chunk: int = 8_000) -> dict:
+def _build_users(rt: Runtime, users: range, per_user: int, templates: list[dict], chunk: int = 25_000) -> dict:
     """Events of ``users`` in arrival order (event j of every user, then event j + 1 …), so a user's rows
     are spread over the file as a live store's would be; one ``bulk_insert`` transaction per ~``chunk``
     events. Two loader processes take turns: one seals and keys its next chunk while the other writes.
