@@ -121,7 +121,10 @@ def fstack(tmp_path_factory) -> Iterator[Stack]:
     s = Stack(tmp_path_factory.mktemp("faults"), api_port=free_port(), beat=False, flower=False,
               env={"MNEME_REDIS_URL": "", "MNEME_CONSENT_REQUIRED": "false",
                    "MNEME_VISIBILITY_TIMEOUT_S": str(VISIBILITY_TIMEOUT_S),
-                   "MNEME_REDRIVE_AFTER_S": str(REDRIVE_AFTER_S)})
+                   "MNEME_REDRIVE_AFTER_S": str(REDRIVE_AFTER_S),
+                   # a healthy layer must answer inside the deadline on a busy 2-core box too (2 s, the
+                   # default, was missed once under CI load); outages still last well past it (OUTAGE_S)
+                   "MNEME_RECALL_LAYER_TIMEOUT_S": "5"})
     s.start()
     yield s
     s.stop()
@@ -533,7 +536,8 @@ def test_a_write_lock_only_delays_writes_and_recall_stays_whole(fstack, rt, uid)
     with holding_lock(sqlite_path(fstack.settings.graph), "write"):
         job = post(fstack, user, 2)
         status, body, took = recall(fstack, user, "物理")
-        assert status == 200 and body["degraded"] == {} and body["facts"] and took < 5
+        assert status == 200 and body["degraded"] == {} and body["facts"]
+        assert took < fstack.settings.recall_layer_timeout_s
         time.sleep(3)
         assert job_states(rt, [job])[job] != "done"  # its graph write waits for the lock
     wait_done(rt, [job], timeout=30)
