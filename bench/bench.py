@@ -549,14 +549,15 @@ _GEN: dict = {}  # a loader process's state (pool initializer)
 
 
 def _gen_init(db: Path | None, templates: list[dict], user_keys: dict[int, bytes], per_user: int, now: float,
-              dim: int) -> None:
+              dim: int, writing=None) -> None:
     from memory.episodic.sqlite import SQLiteEpisodicStore
 
     rng = np.random.default_rng(os.getpid())
     pool = rng.standard_normal((1 << 15, dim), dtype=np.float32)
     pool /= np.sqrt(np.einsum("ij,ij->i", pool, pool))[:, None]
     _GEN.update(templates=templates, keys=user_keys, per_user=per_user, now=now, tokens={}, rng=rng, pool=pool,
-                store=SQLiteEpisodicStore(db) if db else None)  # its own connection: none crosses the fork
+                store=SQLiteEpisodicStore(db) if db else None,  # its own connection: none crosses the fork
+                writing=writing)
 
 
 def _gen_rounds(spec: tuple[list[int], list[int]]) -> list:
@@ -602,14 +603,18 @@ def _gen_and_insert(spec: tuple[list[int], list[int]]) -> tuple[float, float]:
     events = _gen_rounds(spec)
     generated = time.perf_counter()
     pool = _GEN["pool"]
-    _GEN["store"].bulk_insert(events, pool[_GEN["rng"].integers(0, len(pool), len(events))])
+    store, vectors = _GEN["store"], pool[_GEN["rng"].integers(0, len(pool), len(events))]
+    with _GEN["writing"]:  # one writer at a time, and the log folded back before the next: a chunk writes into
+        store.bulk_insert(events, vectors)  # every user's pages, and a checkpoint racing the other loader's
+        store._db.checkpoint()  # noqa: SLF001 - write fails, so the log would grow past the database
     return generated - t, time.perf_counter() - generated
 
 
-def _build_users(rt: Runtime, users: range, per_user: int, templates: list[dict], chunk: int = 25_000) -> dict:
+def _build_users(rt: Runtime, users: range, per_user: int, templates: list[dict], chunk: int = 50_000) -> dict:
     """Events of ``users`` in arrival order (event j of every user, then event j + 1 …), so a user's rows
     are spread over the file as a live store's would be; one ``bulk_insert`` transaction per ~``chunk``
-    events. Two loader processes take turns: one seals and keys its next chunk while the other writes.
+    events. Two loader processes take turns: one seals and keys its next chunk while the other writes and
+    checkpoints.
     Vectors are random unit vectors drawn from a pool."""
     from memory.crypto import keyed_tokens
 
@@ -623,7 +628,8 @@ def _build_users(rt: Runtime, users: range, per_user: int, templates: list[dict]
     step = max(1, chunk // len(users))
     specs = [(list(range(j, min(j + step, per_user))), list(users)) for j in range(0, per_user, step)]
     db = Path(rt.settings.episodic.removeprefix("sqlite:///"))
-    with mp.get_context("fork").Pool(2, initializer=_gen_init, initargs=(db, *args)) as loaders:
+    fork = mp.get_context("fork")
+    with fork.Pool(2, initializer=_gen_init, initargs=(db, *args, fork.Lock())) as loaders:
         times = loaders.map(_gen_and_insert, specs, chunksize=1)
     return {"users": len(users), "events": len(users) * per_user, "seconds": time.perf_counter() - started,
             "user_keys_seconds": keys_seconds, "loader_seconds_generating": sum(t[0] for t in times),

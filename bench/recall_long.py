@@ -87,7 +87,7 @@ def slices(queries: list[dict]) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = defaultdict(list)
     for q in queries:
         out["all"].append(q)
-        for field in ("category", "shape", "fact_position"):
+        for field in ("category", "shape", "fact_position", "fact_role"):
             if q.get(field):
                 out[f"{field}={q[field]}"].append(q)
         out[f"user_lang={q['user_lang']}"].append(q)

@@ -14,7 +14,9 @@ How an event's score is built (``README`` → "How recall ranks"):
    specifics; rescaling the similarity per query made it overrule the keyword side: both measured worse.)
 4. ``fused = vector_weight·vector_sim + keyword_weight·keyword``, times the event's feedback weight and
    noise weight, ``1 + type_boost`` when its type is one the query asks for, ``1 + time_boost`` when it
-   falls in the query's time window, and ``1 + recency_boost·recency``.
+   falls in the query's time window, ``1 + recency_boost·recency``, and ``1 + event_layer_boost`` for a
+   memory of the live event layer (what the cap kept: facts about the user and what they said before the
+   assistant's replies, so retrieval stays focused as the deep tier grows).
 5. Rows of one message, and messages merged into one event, collapse into one hit. A relevance floor, so
    a query with no answer in memory returns few or no events and says so in ``notes``: the best memory must
    reach ``recall_answer_similarity`` or ``recall_answer_keyword``, and each hit ``recall_min_similarity``
@@ -83,7 +85,7 @@ class EventHit(BaseModel):
     message_ids: list[str] = Field(description="The matching messages of this memory, best first.")
     score: float
     why: dict[str, float] = Field(description="Score parts: keyword, vector_sim, fused, weight (feedback), noise, "
-                                              "type_match, in_time_window, recency.")
+                                              "type_match, in_time_window, recency, event_layer.")
 
 
 class FactHit(BaseModel):
@@ -261,11 +263,12 @@ def _score(c: _Candidate, search: Search, s: Settings) -> dict[str, float]:
     window = search.cue.window
     in_window = float(window is not None and window[0] <= ts <= window[1])
     recency = 0.5 ** (max(0.0, search.now - ts) / 86400 / s.recency_half_life_days)
+    layer = float(any(r.status == LIVE or r.canonical_id for r in c.rows))
     score = (fused * weight * noise * (1 + s.type_boost * type_match) * (1 + s.time_boost * in_window)
-             * (1 + s.recency_boost * recency))
+             * (1 + s.recency_boost * recency) * (1 + s.event_layer_boost * layer))
     return {"score": round(score, 6), "keyword": round(c.keyword, 4), "vector_sim": round(c.sim, 4),
             "fused": round(fused, 4), "weight": weight, "noise": noise,
-            "type_match": type_match, "in_time_window": in_window, "recency": round(recency, 4)}
+            "type_match": type_match, "in_time_window": in_window, "recency": round(recency, 4), "event_layer": layer}
 
 
 def _hits(rt: Runtime, tenant: str, user_id: str, scored: list, search: Search) -> list[EventHit]:

@@ -215,6 +215,14 @@ class EpisodicContract:
         # a: 0.5 × 0.75 × (1 + log2 2) = 0.75 beats b: 0.5 × 0.8 × 1 = 0.4, though b's confidence is higher
         assert ids.names(e.event_id for e in report.evicted) == ["b"]
 
+    def test_of_one_type_the_assistants_reply_leaves_the_layer_before_what_the_user_said(self, store, ids):
+        now = time.time()
+        events = [self.event(ids, "reply", kind=EventType.statement, role=Role.assistant, ts=now, conf=0.9),
+                  self.event(ids, "said", kind=EventType.statement, ts=now - 60 * DAY, conf=0.5)]
+        report = store.add(events, rows(unit(1), unit(0, 1)), 0.9, 1)
+        assert ids.names(e.event_id for e in report.evicted) == ["reply"]  # though newer and more confident
+        assert ids.names(e for e, _ in store.vector_search(T, ids("u"), unit(1), None, 1)) == ["reply"]  # still found
+
     def test_evicted_events_leave_the_event_layer_but_stay_searchable(self, store, ids):
         now = time.time()
         events = [self.event(ids, "chat", kind=EventType.small_talk, tokens=[tok("天气"), tok("weather")], ts=now),

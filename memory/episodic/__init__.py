@@ -18,9 +18,9 @@ Contract of ``add`` (one user's events, idempotent under redelivery):
   most similar pair of live events of one type and role (cosine ≥ ``consolidate_threshold``) merges into
   the one worth more; then the lowest-value event leaves. Leaving means ``evicted``: kept, reported, and
   still searchable in the deep tier. Value orders by type rank first (``TYPE_RANK``: chit-chat < thanks <
-  questions and moods < statements < facts about the user), then
-  ``confidence × weight × noise × 0.5^(age_days/90) × (1 + log2(count))``: so the cap never keeps small
-  talk or thanks over a statement of fact.
+  questions and moods < statements < facts about the user), then what the user said over the assistant's
+  replies, then ``confidence × weight × noise × 0.5^(age_days/90) × (1 + log2(count))``: so the cap never
+  keeps small talk or thanks over a statement of fact. Recall favours the layer (``event_layer_boost``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Protocol
 import numpy as np
 from pydantic import BaseModel, Field, model_validator
 
-from memory.models import EventBase, EventType
+from memory.models import EventBase, EventType, Role
 
 LIVE, MERGED, EVICTED = "live", "merged", "evicted"
 ALL_STATUSES = (LIVE, MERGED, EVICTED)  # every row a user has: erasure, export, archive and deletion see these
@@ -146,12 +146,14 @@ def merged_confidence(a: float, b: float) -> float:
     return min(MAX_MERGED_CONFIDENCE, 1 - (1 - a) * (1 - b))
 
 
-def eviction_value(event: StoredEvent, now: float, count: int | None = None) -> tuple[int, float]:
-    """What keeping an event in the event layer is worth: its type's rank first, then its strength."""
+def eviction_value(event: StoredEvent, now: float, count: int | None = None) -> tuple[int, bool, float]:
+    """What keeping an event in the event layer is worth: its type's rank first, then whether the user said
+    it (the layer is a memory of the user; the assistant's replies stay findable in the deep tier), then
+    its strength."""
     age_days = max(0.0, now - event.ts) / 86400
     strength = (event.confidence * event.weight * event.noise * 0.5 ** (age_days / 90)
                 * (1 + math.log2(max(1, event.count if count is None else count))))
-    return TYPE_RANK.get(event.event_type, FACT_RANK), strength
+    return TYPE_RANK.get(event.event_type, FACT_RANK), event.role == Role.user, strength
 
 
 def plan_overflow(live: Sequence[StoredEvent], vectors: np.ndarray, cap: int, threshold: float,

@@ -2,9 +2,11 @@
 numpy, FTS5 over keyed token hashes finding the rows a query's tokens match and BM25 computed here with
 the user's own statistics (FTS5's ``bm25()`` counts every user's rows). Each ``add`` is one transaction.
 
-Vectors live in their own table keyed (tenant, user, event) WITHOUT ROWID, in 16 KiB pages: one user's
-vectors sit together on disk, so a search reads a few contiguous pages instead of one page per row
-scattered over the file in arrival order (at 2 M messages that was most of a recall's time)."""
+Rows are stored by user: events and vectors are keyed (tenant, user, event) WITHOUT ROWID in 16 KiB
+pages, so one user's rows sit together on disk and a search reads a few contiguous pages instead of one
+page per row scattered over the file in arrival order (at 2 M messages that was most of a recall's time).
+Vectors have their own table, so a vector scan does not read sealed text. ``doc`` numbers a row for the
+full-text index, which needs integers."""
 
 from __future__ import annotations
 
@@ -37,8 +39,8 @@ from memory.sqlite import SQLiteFile, sqlite_path
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
-    rowid INTEGER PRIMARY KEY,
-    event_id TEXT NOT NULL UNIQUE,
+    event_id TEXT NOT NULL,
+    doc INTEGER NOT NULL UNIQUE,
     tenant TEXT NOT NULL,
     user_id TEXT NOT NULL,
     session_id TEXT NOT NULL,
@@ -58,8 +60,9 @@ CREATE TABLE IF NOT EXISTS events (
     said_at REAL NOT NULL DEFAULT 0,
     tokens TEXT NOT NULL DEFAULT '',
     length INTEGER NOT NULL DEFAULT 0,
-    updated_at REAL NOT NULL
-);
+    updated_at REAL NOT NULL,
+    PRIMARY KEY (tenant, user_id, event_id)
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS events_by_user ON events (tenant, user_id, status, event_type);
 -- covers a user's BM25 statistics (distinct texts, mean length): read from the index, not from every row
 CREATE INDEX IF NOT EXISTS events_stats ON events (tenant, user_id, status, text_hash, length);
@@ -82,6 +85,7 @@ _VECTOR_JOIN = "JOIN vectors v ON v.tenant = e.tenant AND v.user_id = e.user_id 
 _FIELDS = ("event_id", "tenant", "user_id", "session_id", "ts", "event_type", "role", "lang", "text_hash",
            "message_ids", "confidence", "count", "weight", "noise", "status", "canonical_id", "said_at", "sealed")
 _COLUMNS = ", ".join(_FIELDS)
+_ONE = "tenant = ? AND user_id = ? AND event_id = ?"
 K1, B = 1.2, 0.75  # BM25
 
 
@@ -117,11 +121,11 @@ class SQLiteEpisodicStore:
         they are, in one transaction, with no duplicate check, merge or cap. Their ids must be new."""
         now = time.time()
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        insert = (f"INSERT INTO events (rowid, {_COLUMNS}, tokens, length, updated_at) "
+        insert = (f"INSERT INTO events (doc, {_COLUMNS}, tokens, length, updated_at) "
                   f"VALUES ({','.join('?' * (len(_FIELDS) + 4))})")
 
         def write(conn: sqlite3.Connection) -> int:
-            first = conn.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM events").fetchone()[0]
+            first = _next_doc(conn)
             rows, fts, vecs = [], [], []
             for i, event in enumerate(events):
                 values = [getattr(event, f) for f in _FIELDS]
@@ -157,7 +161,7 @@ class SQLiteEpisodicStore:
                      f"{status_sql}")
         # the FTS index drives (a join lets SQLite probe it once per row of the user instead: 200× slower)
         rows_sql = f"""SELECT e.event_id, e.text_hash, e.tokens, e.length, {type_ok} FROM events e
-                       WHERE e.rowid IN (SELECT rowid FROM events_fts WHERE events_fts MATCH ?)
+                       WHERE e.doc IN (SELECT rowid FROM events_fts WHERE events_fts MATCH ?)
                        AND e.tenant = ? AND e.user_id = ? {status_sql}"""
 
         def read(c: sqlite3.Connection) -> tuple[tuple, list]:
@@ -215,7 +219,7 @@ class SQLiteEpisodicStore:
                         f"(SELECT event_id FROM events WHERE {where})")
             removed = 0
             for condition, values in ((absorbed, (tenant, user_id, *args)), (where, args)):
-                conn.execute(f"DELETE FROM events_fts WHERE rowid IN (SELECT rowid FROM events WHERE {condition})",
+                conn.execute(f"DELETE FROM events_fts WHERE rowid IN (SELECT doc FROM events WHERE {condition})",
                              values)
                 conn.execute(f"DELETE FROM vectors WHERE tenant = ? AND user_id = ? AND event_id IN "
                              f"(SELECT event_id FROM events WHERE {condition})", (tenant, user_id, *values))
@@ -256,7 +260,8 @@ class SQLiteEpisodicStore:
 
 def _add_one(conn: sqlite3.Connection, event: StoredEvent, vector: np.ndarray, threshold: float,
              report: AddReport) -> None:
-    if conn.execute("SELECT 1 FROM events WHERE event_id = ?", (event.event_id,)).fetchone():
+    if conn.execute("SELECT 1 FROM events WHERE tenant = ? AND user_id = ? AND event_id = ?",
+                    (event.tenant, event.user_id, event.event_id)).fetchone():
         report.known.append(event.event_id)
         return
     ids, matrix = _vectors(conn, event.tenant, event.user_id, [event.event_type], (LIVE,), role=event.role.value)
@@ -265,7 +270,8 @@ def _add_one(conn: sqlite3.Connection, event: StoredEvent, vector: np.ndarray, t
         best = int(np.argmax(sims))
         if sims[best] >= threshold:
             _insert(conn, event.model_copy(update={"status": MERGED, "canonical_id": ids[best]}), vector)
-            _absorb(conn, ids[best], event.count, event.confidence, event.message_ids, event.ts)
+            _absorb(conn, event.tenant, event.user_id, ids[best], event.count, event.confidence,
+                    event.message_ids, event.ts)
             report.merged[event.event_id] = ids[best]
             return
     _insert(conn, event.model_copy(update={"status": LIVE, "canonical_id": None}), vector)
@@ -277,24 +283,30 @@ def _insert(conn: sqlite3.Connection, event: StoredEvent, vector: np.ndarray) ->
     values[_FIELDS.index("event_type")] = event.event_type.value
     values[_FIELDS.index("role")] = event.role.value
     values[_FIELDS.index("message_ids")] = json.dumps(event.message_ids)
-    rowid = conn.execute(
-        f"INSERT INTO events ({_COLUMNS}, tokens, length, updated_at) "
-        f"VALUES ({','.join('?' * (len(_FIELDS) + 3))}) RETURNING rowid",
-        (*values, " ".join(event.tokens), len(event.tokens), time.time()),
-    ).fetchone()[0]
-    conn.execute("INSERT INTO events_fts (rowid, tokens) VALUES (?, ?)", (rowid, " ".join(event.tokens)))
+    doc = _next_doc(conn)
+    conn.execute(f"INSERT INTO events (doc, {_COLUMNS}, tokens, length, updated_at) "
+                 f"VALUES ({','.join('?' * (len(_FIELDS) + 4))})",
+                 (doc, *values, " ".join(event.tokens), len(event.tokens), time.time()))
+    conn.execute("INSERT INTO events_fts (rowid, tokens) VALUES (?, ?)", (doc, " ".join(event.tokens)))
     conn.execute("INSERT INTO vectors VALUES (?, ?, ?, ?, ?, ?, ?)",
                  (event.tenant, event.user_id, event.event_id, event.status, event.event_type.value,
                   event.role.value, vector.tobytes()))
 
 
-def _absorb(conn: sqlite3.Connection, target: str, count: int, confidence: float, message_ids: list[str],
-            ts: float) -> None:
-    row = conn.execute("SELECT confidence, message_ids FROM events WHERE event_id = ?", (target,)).fetchone()
+def _next_doc(conn: sqlite3.Connection) -> int:
+    """The next row's number in the full-text index (rows are stored by user, the index needs integers)."""
+    return conn.execute("SELECT COALESCE(MAX(doc), 0) + 1 FROM events").fetchone()[0]
+
+
+def _absorb(conn: sqlite3.Connection, tenant: str, user_id: str, target: str, count: int, confidence: float,
+            message_ids: list[str], ts: float) -> None:
+    row = conn.execute("SELECT confidence, message_ids FROM events WHERE tenant = ? AND user_id = ? AND event_id = ?",
+                       (tenant, user_id, target)).fetchone()
     united = list(dict.fromkeys(json.loads(row[1]) + message_ids))
     conn.execute("UPDATE events SET count = count + ?, confidence = ?, message_ids = ?, ts = MAX(ts, ?), "
-                 "updated_at = ? WHERE event_id = ?",
-                 (count, merged_confidence(row[0], confidence), json.dumps(united), ts, time.time(), target))
+                 "updated_at = ? WHERE tenant = ? AND user_id = ? AND event_id = ?",
+                 (count, merged_confidence(row[0], confidence), json.dumps(united), ts, time.time(), tenant, user_id,
+                  target))
 
 
 def _enforce_cap(conn: sqlite3.Connection, tenant: str, user_id: str, cap: int, threshold: float,
@@ -304,25 +316,25 @@ def _enforce_cap(conn: sqlite3.Connection, tenant: str, user_id: str, cap: int, 
     if live <= cap:
         return
     rows = conn.execute(f"SELECT {_qualified('e')}, v.embedding FROM events e {_VECTOR_JOIN} WHERE e.tenant = ? "
-                        f"AND e.user_id = ? AND e.status = '{LIVE}' ORDER BY e.rowid", (tenant, user_id)).fetchall()
+                        f"AND e.user_id = ? AND e.status = '{LIVE}' ORDER BY e.doc", (tenant, user_id)).fetchall()
     events = [_event(r[:-1]) for r in rows]
     vectors = np.frombuffer(b"".join(r[-1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
     by_id = {e.event_id: e for e in events}
-    now = time.time()
+    now, user = time.time(), (tenant, user_id)
     for event_id, into in plan_overflow(events, vectors, cap, threshold, now):
         gone = by_id[event_id]
         if into is None:
-            conn.execute("UPDATE events SET status = ?, updated_at = ? WHERE event_id = ?", (EVICTED, now, event_id))
+            conn.execute(f"UPDATE events SET status = ?, updated_at = ? WHERE {_ONE}", (EVICTED, now, *user, event_id))
             _set_status(conn, tenant, user_id, [event_id], EVICTED)
             report.evicted.append(Evicted(tenant=tenant, user_id=user_id, event_id=event_id,
                                           event_type=gone.event_type))
             continue
-        current = conn.execute("SELECT count, confidence, message_ids, ts FROM events WHERE event_id = ?",
-                               (event_id,)).fetchone()
-        _absorb(conn, into, current[0], current[1], json.loads(current[2]), current[3])
+        current = conn.execute(f"SELECT count, confidence, message_ids, ts FROM events WHERE {_ONE}",
+                               (*user, event_id)).fetchone()
+        _absorb(conn, *user, into, current[0], current[1], json.loads(current[2]), current[3])
         conn.execute("UPDATE events SET canonical_id = ? WHERE canonical_id = ?", (into, event_id))
-        conn.execute("UPDATE events SET status = ?, canonical_id = ?, updated_at = ? WHERE event_id = ?",
-                     (MERGED, into, now, event_id))
+        conn.execute(f"UPDATE events SET status = ?, canonical_id = ?, updated_at = ? WHERE {_ONE}",
+                     (MERGED, into, now, *user, event_id))
         _set_status(conn, tenant, user_id, [event_id], MERGED)
         report.consolidated.append(Consolidated(tenant=tenant, user_id=user_id, event_id=event_id, into=into))
 
