@@ -642,7 +642,7 @@ def _measure_recall(rt: Runtime, users: int, n: int, qs: list[str], seed: int) -
     for other random users, the raw baseline: the same SQLite read of all the user's vectors and a numpy
     top-5, with a ready query vector."""
     from memory.query import parse
-    from memory.recall import Search, infer_types, search_events
+    from memory.recall import Search, infer_types, query_vector, search_events
     from memory.sqlite import SQLiteFile
 
     rng = random.Random(seed)
@@ -655,7 +655,8 @@ def _measure_recall(rt: Runtime, users: int, n: int, qs: list[str], seed: int) -
         t = time.perf_counter()
         now = time.time()
         cue = parse(query, now)
-        found = search_events(rt, TENANT, user, Search(cue=cue, k=5, now=now, inferred=infer_types(cue.main)))
+        found = search_events(rt, TENANT, user, Search(cue=cue, vector=query_vector(rt, cue), k=5, now=now,
+                                                       inferred=infer_types(cue.main)))
         took = time.perf_counter() - t
         vector = vectors[query]
         t = time.perf_counter()

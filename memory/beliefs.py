@@ -5,9 +5,10 @@ evidence means:
 - new evidence blends into a belief (0.3·old + 0.7·new); evidence for the same belief from another of
   the account's devices takes the higher of the two instead, so a device that heard it less clearly does
   not drag it down;
-- a single-valued relation (age, name, grade, school) with a new value from the same device is an
-  update: the old values get counter-evidence (×0.5). From another device it is a conflict between
-  devices: both are kept and a review is opened;
+- a single-valued relation (age, name, grade, school) has one active value. A new value from the same
+  device (or with no device) is an update: the old value is ``superseded``, kept with its evidence. A new
+  value that may not displace the one held — a human's, or another device's — is kept ``in_review`` and a
+  review is opened; the value held stays the only active one until a human chooses;
 - a claim and its opposite on the same concept (likes ↔ dislikes, mastery ↔ learning_obstacle): the
   older one gets counter-evidence; for preferences both are kept and a review is opened;
 - a human's correction or deletion wins over later rule and LLM evidence;
@@ -96,21 +97,12 @@ class Beliefs:
             # then — running them again now would hit values that appeared since
             return [self.store.merge(key, evidence, MergeMode.blend)]
         devices = _devices_of(rows).get(rel_id, set())
-        other_device = bool(fact.device_id and devices and fact.device_id not in devices)
-        changes = [self.store.merge(key, evidence, MergeMode.max if other_device else MergeMode.blend)]
+        mode = MergeMode.max if _elsewhere(fact, devices) else MergeMode.blend
         info = spec(fact.relation)
         if info.single_valued:
-            rivals = [r for r in self.store.relations(fact.tenant, fact.user_id, fact.relation) if r.rel_id != rel_id]
-            rival_devices = self._devices([r.rel_id for r in rivals])
-            conflicts = []
-            for rival in rivals:
-                theirs = rival_devices.get(rival.rel_id, set())
-                if fact.device_id and theirs and fact.device_id not in theirs:
-                    conflicts.append(rival)  # two devices disagree: keep both, ask
-                else:
-                    changes.append(self._counter(rival.rel_id, evidence, f"newer {fact.relation.value}"))
-            if conflicts:
-                self._review("cross_device", [rel_id] + [r.rel_id for r in conflicts], evidence, fact)
+            changes = self._one_value(fact, key, rel_id, evidence, mode)
+        else:
+            changes = [self.store.merge(key, evidence, mode)]
         if info.opposite is not None:
             opposite_id = ids.relation_id(fact.tenant, fact.user_id, info.opposite.value, key.concept_id)
             if any(r.rel_id == opposite_id for r in self.store.relations(fact.tenant, fact.user_id, info.opposite)):
@@ -119,13 +111,52 @@ class Beliefs:
                     self._review("contradiction", [opposite_id, rel_id], evidence, fact)
         return [c for c in changes if c is not None]
 
+    def _one_value(self, fact: Fact, key: RelationKey, rel_id: str, evidence: Evidence,
+                   mode: MergeMode) -> list[Change | None]:
+        """Merge a claim for a single-valued relation so that one value stays active. The values it
+        replaces are superseded before it is merged: a crash in between leaves no second active value,
+        and the redelivery finds them superseded and merges."""
+        known = self.store.relations(fact.tenant, fact.user_id, fact.relation, list(Status))
+        mine = next((r for r in known if r.rel_id == rel_id), None)
+        if mine and mine.source is FactSource.human:  # agrees with a human's value, or a human took it back
+            return [self.store.merge(key, evidence, mode)]
+        others = [r for r in known if r.rel_id != rel_id and r.status in (Status.active, Status.in_review)]
+        devices = self._devices([r.rel_id for r in others])
+        replaced = [r for r in others
+                    if r.source is not FactSource.human and not _elsewhere(fact, devices.get(r.rel_id, set()))]
+        standing = [r for r in others if r.status is Status.active and r not in replaced]
+        changes = [self._supersede(r, evidence, f"replaced by {fact.object} "
+                                                f"(said later{_same_device(fact, devices.get(r.rel_id, set()))})")
+                   for r in replaced]
+        if not standing:
+            note = ", ".join(f"{r.object} (said earlier{_same_device(fact, devices.get(r.rel_id, set()))})"
+                             for r in replaced)
+            held = evidence.model_copy(update={"note": f"replaced {note}" if note else ""})
+            return changes + [self.store.merge(key, held, mode, Status.active)]
+        human = [r for r in standing if r.source is FactSource.human]
+        because = (f"disagrees with the human value {human[0].object}" if human
+                   else "another device says " + ", ".join(r.object for r in standing))
+        held = evidence.model_copy(update={"note": f"held for review: {because}"})
+        changes.append(self.store.merge(key, held, mode, Status.in_review))
+        # a human's value does not move; counter-evidence it outweighs records in its explanation why
+        changes += [self._counter(r.rel_id, evidence, f"the {fact.source.value} claim {fact.object} is under review")
+                    for r in human]
+        if mine is None or mine.status is not Status.in_review:  # said again while under review: one review
+            self._review("human_correction" if human else "cross_device", [rel_id] + [r.rel_id for r in standing],
+                         evidence, fact)
+        return changes
+
+    def _supersede(self, rel: StoredRelation, evidence: Evidence, because: str) -> Change | None:
+        replaced = evidence.model_copy(update={"source": FactSource.counter_evidence, "note": because})
+        return self.store.set_status(rel.rel_id, Status.superseded, replaced)
+
     def _counter(self, rel_id: str, evidence: Evidence, because: str) -> Change | None:
         counter = evidence.model_copy(update={"source": FactSource.counter_evidence, "note": because})
         return self.store.scale(rel_id, counter, COUNTER)
 
     def _review(self, kind: str, rel_ids: list[str], evidence: Evidence, fact: Fact) -> Review:
         relations = {r.rel_id: r for rel in {fact.relation, spec(fact.relation).opposite} if rel
-                     for r in self.store.relations(fact.tenant, fact.user_id, rel)}
+                     for r in self.store.relations(fact.tenant, fact.user_id, rel, [Status.active, Status.in_review])}
         devices = self._devices(rel_ids)
         claims = [Claim(rel_id=r, relation=relations[r].relation.value, object=relations[r].object,
                         confidence=relations[r].confidence, devices=sorted(devices.get(r, set())))
@@ -138,11 +169,19 @@ class Beliefs:
     # --- the user's word ---------------------------------------------------------------------
     def correct(self, tenant: str, user_id: str, relation: Relation, obj: str, confidence: float,
                 operator_id: str) -> Change:
-        """Set (or create) a belief as the user states it: source human, wins over later extraction."""
+        """Set (or create) a belief as the user states it: source human, wins over later extraction. The
+        other active value of a single-valued relation is superseded (first, as in ``apply``)."""
         key = RelationKey(tenant=tenant, user_id=user_id, relation=relation,
                           concept_id=ids.concept_id(tenant, obj), object=obj)
+        rel_id = ids.relation_id(tenant, user_id, relation.value, key.concept_id)
+        replaced = [r for r in self.store.relations(tenant, user_id, relation) if r.rel_id != rel_id] \
+            if spec(relation).single_valued else []
+        note = f"set by {operator_id}" + (f"; replaced {', '.join(r.object for r in replaced)}" if replaced else "")
         evidence = Evidence(evidence_id=f"human:{operator_id}:{time.time_ns()}", source=FactSource.human,
-                            confidence=confidence, ts=time.time(), note=f"set by {operator_id}")
+                            confidence=confidence, ts=time.time(), note=note)
+        for rel in replaced:
+            self.store.set_status(rel.rel_id, Status.superseded, evidence.model_copy(
+                update={"note": f"replaced by {obj}, set by {operator_id}"}))
         return self.store.merge(key, evidence, MergeMode.human)
 
     def delete(self, tenant: str, user_id: str, rel_id: str, operator_id: str) -> Change | None:
@@ -159,13 +198,14 @@ class Beliefs:
         unknown = [k for k in keep if k not in known]
         if unknown:
             raise InvalidInput(f"keep names rel_ids not in this review: {unknown}; choose from {sorted(known)}")
-        changes = []
-        for claim in review.claims:
-            if claim.rel_id in keep:
-                changes.append(self.correct(tenant, user_id, Relation(claim.relation), claim.object,
-                                            max(claim.confidence, HUMAN_CONFIRMED), operator_id))
-            else:
-                changes.append(self.delete(tenant, user_id, claim.rel_id, operator_id))
+        kept = [c for c in review.claims if c.rel_id in keep]
+        for rel in {c.relation for c in kept}:
+            values = [c.object for c in kept if c.relation == rel]
+            if spec(Relation(rel)).single_valued and len(values) > 1:
+                raise InvalidInput(f"a user has one {rel} at a time: keep one of {values}")
+        changes = [self.delete(tenant, user_id, c.rel_id, operator_id) for c in review.claims if c not in kept]
+        changes += [self.correct(tenant, user_id, Relation(c.relation), c.object,
+                                 max(c.confidence, HUMAN_CONFIRMED), operator_id) for c in kept]
         self.reviews.close(review, keep, operator_id)
         return [c for c in changes if c is not None]
 
@@ -233,6 +273,15 @@ class Beliefs:
         return report
 
 
+def _elsewhere(fact: Fact, devices: set[str]) -> bool:
+    """The fact comes from another device than the one(s) these claims came from."""
+    return bool(fact.device_id and devices and fact.device_id not in devices)
+
+
+def _same_device(fact: Fact, devices: set[str]) -> str:
+    return ", same device" if fact.device_id and fact.device_id in devices else ""
+
+
 def _devices_of(rows: list[EvidenceRow]) -> dict[str, set[str]]:
     """The devices each relation was claimed from (counter-evidence does not count as a claim)."""
     out: dict[str, set[str]] = {}
@@ -243,16 +292,21 @@ def _devices_of(rows: list[EvidenceRow]) -> dict[str, set[str]]:
 
 
 def _step(row: EvidenceRow) -> str:
-    where = f" on {row.device_id}" if row.device_id else ""
-    source = f"{row.source.value} evidence {row.message_ids or row.note}{where}"
     arrow = f"{row.before:.2f} → {row.after:.2f}" if row.before is not None and row.after is not None \
         else f"new at {row.after:.2f}" if row.after is not None else ""
+    kept = f"kept the human value; {row.note}" if row.note else "a human's correction outweighs it: unchanged"
     what = {"merge:blend": f"claimed {row.confidence:.2f}, blended 0.3·old + 0.7·new: {arrow}",
             "merge:max": f"claimed {row.confidence:.2f} from another device, kept the higher: {arrow}",
             "merge:human": f"set by the user: {arrow}",
-            "counter": f"counter-evidence ({row.note}) ×0.5: {arrow}",
-            "ignored": "a human's correction outweighs it: unchanged",
-            "delete": "deleted by the user", "retire": f"retired by decay ({row.note})"}.get(row.action, row.action)
+            "counter": f"counter-evidence ({row.note}) ×0.5: {arrow}", "ignored": kept,
+            "delete": "deleted by the user", "retire": f"retired by decay ({row.note})",
+            "supersede": row.note, "hold": row.note, "restore": row.note}.get(row.action, row.action)
     if row.action == "merge:blend" and row.before is None:
         what = f"claimed {row.confidence:.2f}: {arrow}"
-    return f"{source}: {what}"
+    merged = row.action.startswith("merge:")
+    if merged and row.note and row.message_ids:
+        what += f"; {row.note}"
+    # the evidence is named by its messages; without any, by its note unless the step already says it
+    named = row.message_ids or (row.note if merged or row.action == "delete" else "")
+    where = f" on {row.device_id}" if row.device_id else ""
+    return f"{row.source.value} evidence{f' {named}' if named else ''}{where}: {what}"

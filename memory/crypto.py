@@ -69,7 +69,9 @@ def unseal(key: bytes, sealed: bytes, context: str) -> bytes:
     return AESGCM(key).decrypt(sealed[:_NONCE], sealed[_NONCE:], context.encode())
 
 
-SEALED_TEXT = "enc:v1:"
+#: Starts every sealed text. Its first character is a control character, which ``memory.text.clean`` removes
+#: from everything a user sends: no stored user text can start with it, so none is taken for sealed text.
+SEALED_TEXT = "\x1fenc:v1:"
 
 
 def seal_text(key: bytes, text: str, context: str) -> str:
@@ -78,7 +80,7 @@ def seal_text(key: bytes, text: str, context: str) -> str:
 
 
 def open_text(key: bytes | None, text: str, context: str) -> str | None:
-    """The plaintext of ``seal_text`` (plain text passes through); None once the key is gone."""
+    """The plaintext of ``seal_text``; cleaned text passes through as it is; None once the key is gone."""
     if not text.startswith(SEALED_TEXT):
         return text
     if key is None:

@@ -1,12 +1,12 @@
 """Erasure: remove a user from every layer at once, drop their queued work, and prove it.
 
-``erase_user`` first writes a tombstone (work received before it is dropped by every stage), then clears
-working memory and the user's pipeline jobs, deletes episodic events, erases the graph user (id kept,
-everything else cleared), deletes archive objects, review items, device bindings and policy, and
-destroys the user's key (anything sealed under it, anywhere, is unreadable from then on). Every step is
-idempotent; ``sweep`` (beat, hourly) runs it again for users erased in the last
-``erasure_sla_hours`` and verifies every store is empty, so a write that raced the erasure is caught
-within the SLA. The receipt lists what was removed where and what, if anything, remains.
+``erase_user`` first writes a tombstone (work received before it is dropped by every stage), then erases
+every store of user data ``memory.userdata.STORES`` names — working memory and the user's jobs, policy,
+reviews, devices, dead letters, feedback pairs, episodic events of every tier, the graph user (id kept,
+everything else cleared), archive objects — and last destroys the user's key (anything sealed under it,
+anywhere, is unreadable from then on). Every step is idempotent; ``sweep`` (beat, hourly) runs it again
+for users erased in the last ``erasure_sla_hours`` and verifies every store is empty, so a write that
+raced the erasure is caught within the SLA. The receipt lists what was removed where and what, if anything, remains.
 """
 
 from __future__ import annotations
@@ -15,16 +15,12 @@ import time
 
 from pydantic import BaseModel, Field
 
-from memory import deadletters, ids, keys
+from memory import keys, userdata
 from memory.audit import record
-from memory.episodic import ALL_STATUSES
-from memory.errors import NotFound, TransientError
-from memory.graph import Status
+from memory.errors import TransientError
 from memory.policy import user_hash
 from memory.runtime import Runtime
 from memory.working import REDIS_ERRORS
-
-EPISODIC_BATCH = 1000
 
 
 class Receipt(BaseModel):
@@ -38,24 +34,10 @@ class Receipt(BaseModel):
 def erase_user(rt: Runtime, tenant: str, user_id: str, operator_id: str, at: float | None = None) -> Receipt:
     at = time.time() if at is None else at
     rt.policies.tombstone(tenant, user_id, at)
-    removed = {"sessions": 0, "messages": 0, "jobs": 0}
     try:
-        removed.update(_working_memory(rt, tenant, user_id))
-        removed["reviews"] = _reviews(rt, tenant, user_id)
-        removed["devices"] = _devices(rt, tenant, user_id)
-        removed["dead_letters"] = sum(deadletters.remove(rt.redis, d.id)
-                                      for d in deadletters.of_user(rt.redis, tenant, user_id))
-        rt.redis.delete(keys.user(tenant, user_id))
+        removed = userdata.erase(rt, tenant, user_id)
     except REDIS_ERRORS as exc:
         raise TransientError(f"working memory unavailable during erasure: {exc}") from exc
-    removed["episodic_events"] = _episodic(rt, tenant, user_id)
-    removed["graph_relations"] = rt.graph.erase_user(tenant, user_id)
-    removed["archive_objects"] = rt.archive.delete_prefix(archive_prefix(tenant, user_id))
-    try:
-        rt.keys.destroy(tenant, user_id)
-        removed["keys"] = 1
-    except NotFound:
-        removed["keys"] = 0
     rewrite_aof(rt)
     remaining = verify(rt, tenant, user_id)
     receipt = Receipt(user=user_hash(tenant, user_id), erased_at=at, removed=removed, remaining=remaining,
@@ -66,18 +48,8 @@ def erase_user(rt: Runtime, tenant: str, user_id: str, operator_id: str, at: flo
 
 
 def verify(rt: Runtime, tenant: str, user_id: str) -> dict[str, int]:
-    """What is still stored for this user, store by store."""
-    sessions = rt.redis.smembers(keys.user_sessions(tenant, user_id))
-    return {
-        "sessions": sum(rt.redis.exists(keys.session(tenant, s).meta) for s in sessions),
-        "episodic_events": len(rt.episodic_store.dump(tenant, user_id, statuses=ALL_STATUSES, limit=1)),
-        "graph_relations": len(rt.graph.relations(tenant, user_id, statuses=_ALL_RELATION_STATUSES)),
-        "archive_objects": len(rt.archive.list(archive_prefix(tenant, user_id))),
-        "keys": int(rt.keys.get(tenant, user_id, create=False) is not None),
-        "reviews": rt.redis.zcard(keys.reviews(tenant, user_id)),
-        "devices": sum(1 for owner in rt.redis.hvals(keys.devices(tenant)) if owner == user_id),
-        "dead_letters": len(deadletters.of_user(rt.redis, tenant, user_id)),
-    }
+    """What is still stored for this user, store by store (``memory.userdata.STORES``)."""
+    return userdata.count(rt, tenant, user_id)
 
 
 def sweep(rt: Runtime, dry_run: bool = False, limit: int = 1000, batch_size: int = 1000) -> dict:
@@ -113,58 +85,6 @@ def rewrite_aof(rt: Runtime) -> None:
         rt.redis.bgrewriteaof()
     except Exception:  # noqa: BLE001 - a rewrite already running, or AOF off: the next sweep rewrites
         pass
-
-
-def archive_prefix(tenant: str, user_id: str) -> str:
-    from memory.archive import user_prefix
-
-    return user_prefix(tenant, user_id)
-
-
-_ALL_RELATION_STATUSES = tuple(Status)
-
-
-def _working_memory(rt: Runtime, tenant: str, user_id: str) -> dict[str, int]:
-    sessions = rt.redis.smembers(keys.user_sessions(tenant, user_id))
-    messages = jobs = 0
-    for session_id in sessions:
-        k = keys.session(tenant, session_id)
-        if rt.redis.hget(k.meta, "user") not in (None, user_id):
-            continue  # not theirs (cannot happen: a session has one owner) — never delete another's
-        message_ids = rt.redis.hkeys(k.ids)
-        job_ids = [ids.job_id(tenant, session_id, m) for m in message_ids]
-        pipe = rt.redis.pipeline()
-        for job_id in job_ids:
-            pipe.delete(keys.job(job_id))
-            pipe.zrem(keys.PENDING, job_id)
-        pipe.delete(*k.all())
-        pipe.execute()
-        messages += len(message_ids)
-        jobs += len(job_ids)
-    rt.redis.delete(keys.user_sessions(tenant, user_id))
-    return {"sessions": len(sessions), "messages": messages, "jobs": jobs}
-
-
-def _reviews(rt: Runtime, tenant: str, user_id: str) -> int:
-    review_ids = rt.redis.zrange(keys.reviews(tenant, user_id), 0, -1)
-    if review_ids:
-        rt.redis.delete(*(keys.review(tenant, r) for r in review_ids))
-    rt.redis.delete(keys.reviews(tenant, user_id))
-    return len(review_ids)
-
-
-def _devices(rt: Runtime, tenant: str, user_id: str) -> int:
-    bound = [d for d, owner in rt.redis.hgetall(keys.devices(tenant)).items() if owner == user_id]
-    if bound:
-        rt.redis.hdel(keys.devices(tenant), *bound)
-    return len(bound)
-
-
-def _episodic(rt: Runtime, tenant: str, user_id: str) -> int:
-    removed = 0
-    while batch := rt.episodic_store.dump(tenant, user_id, statuses=ALL_STATUSES, limit=EPISODIC_BATCH):
-        removed += rt.episodic_store.delete(tenant, user_id, [e.event_id for e, _ in batch])
-    return removed
 
 
 def _tenants(rt: Runtime) -> list[str]:

@@ -48,6 +48,14 @@ def _groups(m: re.Match[str]) -> list[str]:
     return [o for o in (_object(g) for g in m.groups() if g) if o]
 
 
+def _short_zh(m: re.Match[str]) -> list[str]:
+    return ["简短"]
+
+
+def _short_en(m: re.Match[str]) -> list[str]:
+    return ["short answers"]
+
+
 @dataclass(frozen=True)
 class Rule:
     event_type: EventType
@@ -55,14 +63,31 @@ class Rule:
     relation: Relation | None = None
     confidence: float = 0.8
     objects: Callable[[re.Match[str]], list[str]] = _groups
+    #: lower-case words one of which the text must hold for the pattern to be tried (every match holds one):
+    #: a pattern that opens on an optional or zero-width part is tried at every position, and most messages
+    #: hold none of them. Searched case-sensitively in the lower-cased text: a re.I search is 5× slower
+    gate: re.Pattern[str] | None = None
 
 
 def _rx(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.I)
 
 
+def _gate(words: str) -> re.Pattern[str]:
+    assert words == words.lower(), "a gate is searched in the lower-cased text"
+    return re.compile(words)
+
+
 _SCHOOL = r"(?:中学|高中|初中|小学|大学|学院|附中|[一二三四五六七八九十\d]+中)"
 _ANSWER_WORDS = _rx(r"answer|response|repl(?:y|ies)|explanation|回答|解释|回复|讲解")
+_EN_ANSWERS = r"(?:answers?|responses?|repl(?:y|ies)|explanations?)"
+#: the user's own goal, stated as one ("我的目标是…", "我今年的目标：…", "我的goal是…", "my goal is to…"); not a
+#: question about it ("我的目标是什么？"), not someone else's ("他的目标", "这个目标太远了"), not a goalkeeper
+_ZH_GOAL = (rf"我(?:(?:今年|明年|现在|目前|这学期|这个学期|暑假|寒假)的|的(?:最大的?|唯一的?|主要的?|小)?)\s*"
+            rf"(?:目标|goal)(?:就|其实)?(?:是|：|:)\s*(?!什么|啥|哪|多少|不是|否)({_SPAN}{{1,30}})")
+_EN_GOAL = (r"\bmy (?:(?:main|big|biggest|only|real|ultimate|new|current|personal)\s+)?goals?"
+            r"(?:\s+(?:for\s+)?(?:this|the|next)\s+(?:year|month|week|semester|term|summer))?\s*(?:is|are|:)\s+"
+            r"(?!what\b|unclear\b|not clear\b)([^,.!?;\n]{1,40})")
 
 USER_RULES: tuple[Rule, ...] = (
     # age
@@ -104,6 +129,29 @@ USER_RULES: tuple[Rule, ...] = (
     Rule(EventType.preference,
          _rx(r"(?:回答|解释|回复|讲解)(?:能|可以|请)?(?:更|再|尽量)?(简短|简洁|短|详细|具体|慢)(?:一点|一些|些)?"),
          Relation.response_preference, 0.8),
+    # answer briefly: 请简短回答 / 简单点回答 / 说短点 / 别给我讲太长的 / 长话短说 / keep your answers short /
+    # please answer briefly; not "简短回答：不行" or "the short answer is no" (a short answer, not a wish)
+    Rule(EventType.preference,
+         _rx(r"(?:(?:简短|简洁|精简|简要)(?:一点|一些|点|些)?地?(?:回答|回复|作答|解释)|"
+             r"简单(?:一点|一些|点|些)?地?(?:回答|回复|作答))(?!\s*(?:[:：]|是|就是))|"
+             r"(?:说|讲|回答|回复)得?(?:简短|简洁|短)(?:一点|一些|点|些)|"
+             r"^\s*(?:请|麻烦)?你?(?:简短|简洁|精简)(?:一点|一些|点|些)\s*[!！。.~]*$"),
+         Relation.response_preference, 0.8, _short_zh, _gate("简|短")),
+    Rule(EventType.preference,
+         _rx(r"(?:别|不要|不用|无需|不需要)(?:(?:给我|跟我|和我|对我)(?:讲|说|回答|回复|解释|答)?|讲|说|回答|回复|解释)得?"
+             r"(?:太|那么|这么|很)?(?:长|多|啰嗦|啰唆|罗嗦|冗长)(?!时间|期|大|久|远|途|城|江|高|辈|度|少)|"
+             r"(?:回答|回复|解释|讲解)(?:别|不要)(?:太|那么|这么)?(?:长|啰嗦|冗长)|"
+             r"(?:别|不要)(?:再)?(?:啰嗦|啰唆|罗嗦|长篇大论)|长话短说"),
+         Relation.response_preference, 0.8, _short_zh, _gate("别|不要|不用|无需|不需要|长话")),
+    Rule(EventType.preference,
+         _rx(rf"\bkeep (?:your |the |my |these |those )?{_EN_ANSWERS} (?:short|brief|concise)\b|"
+             rf"(?:^|[,.!;]\s*|\b(?:please|pls|just|and|so)\s+)(?:keep (?:it|them)|be) (?:short|brief|concise)\b|"
+             rf"\b(?:answer|reply|respond|explain)(?: (?:me|it|this|that))? (?:briefly|concisely|in short)\b|"
+             rf"\b(?:give me|i (?:want|need)|i'd like|i would like|only) (?:(?:very|really) )?(?:short|brief|"
+             rf"concise)(?:er)? {_EN_ANSWERS}|\b(?:short|brief) {_EN_ANSWERS} only\b|"
+             rf"\b(?:don't|do not|dont|no) (?:give me )?(?:long|lengthy|wordy) {_EN_ANSWERS}|"
+             rf"\byour {_EN_ANSWERS} (?:are|is) (?:way |much |far )?too long"),
+         Relation.response_preference, 0.8, _short_en, _gate("short|brief|concise|long")),
     # confusion about a concept
     Rule(EventType.concept_confusion,
          _rx(rf"(?:把|将)({_SPAN}{{1,15}}?)(?:和|与|跟)({_SPAN}{{1,15}}?)(?:搞混|弄混|混淆|搞错|弄错|分不清|弄反|记混)"),
@@ -131,6 +179,8 @@ USER_RULES: tuple[Rule, ...] = (
     Rule(EventType.goal, _rx(rf"我(?:想|要|希望|打算|计划)要?((?:考上|学会|提高|通过|掌握|拿到){_SPAN}{{1,20}})"),
          Relation.goal, 0.7),
     Rule(EventType.goal, _rx(r"\bi (?:want|hope|plan|would like|'d like) to\s+([^,.!?;\n]{1,40})"), Relation.goal, 0.7),
+    Rule(EventType.goal, _rx(_ZH_GOAL), Relation.goal, 0.8, gate=_gate("目标|goal")),
+    Rule(EventType.goal, _rx(_EN_GOAL), Relation.goal, 0.8, gate=_gate("goal")),
     Rule(EventType.emotion, _rx(r"我(?:好|很|有点|非常|真|太)?(累|烦|焦虑|紧张|开心|高兴|难过|沮丧|压力大|崩溃)"),
          Relation.emotion_state, 0.6),
     Rule(EventType.emotion,
@@ -143,11 +193,14 @@ USER_RULES: tuple[Rule, ...] = (
          Relation.school, 0.85),
     Rule(EventType.operation_failure, _rx(r"(打不开|没反应|报错|崩溃了|闪退|失败了|出错了|用不了)")),
     Rule(EventType.operation_failure,
-         _rx(r"\b(doesn't work|does not work|crashed|crashes|not working|won't load|keeps failing)\b")),
+         _rx(r"\b(doesn't work|does not work|crashed|crashes|not working|won't load|keeps failing)\b"),
+         gate=_gate("work|crash|load|fail")),
     Rule(EventType.feedback,
-         _rx(r"((?:这个|你的)?(?:解释|回答|例子|方法)(?:很|真|太|不太|不)?(?:好|棒|清楚|有用|没用|有帮助)|谢谢|懂了|明白了)")),
+         _rx(r"((?:这个|你的)?(?:解释|回答|例子|方法)(?:很|真|太|不太|不)?(?:好|棒|清楚|有用|没用|有帮助)|谢谢|懂了|明白了)"),
+         gate=_gate("解释|回答|例子|方法|谢谢|懂了|明白了")),
     Rule(EventType.feedback,
-         _rx(r"\b(thanks|thank you|that helps|that helped|that didn't help|makes sense|got it)\b")),
+         _rx(r"\b(thanks|thank you|that helps|that helped|that didn't help|makes sense|got it)\b"),
+         gate=_gate("thank|help|sense|got it")),
 )
 
 #: A correct statement of a concept's core fact shows mastery of it (and is counter-evidence to a
@@ -181,7 +234,10 @@ def extract(message: Message) -> Extraction:
     found: dict[EventType, tuple[list[str], float]] = {}
     facts: list[Fact] = []
     if message.role is Role.user:
+        lowered = text.lower()
         for rule in USER_RULES:
+            if rule.gate is not None and not rule.gate.search(lowered):
+                continue
             for match in rule.pattern.finditer(text):
                 objects = rule.objects(match)
                 if rule.relation is not None and not objects:

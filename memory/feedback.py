@@ -2,7 +2,8 @@
 
 Feedback on a recalled event moves its retrieval weight (useful ×1.25, not useful ×0.5, kept in
 0.1–3); on a belief, "not useful" is counter-evidence (×0.5) and "useful" confirms it (source human).
-Useful (query, event) pairs are kept for training the LoRA query adapter.
+Useful (query, event) pairs are kept, sealed under the user's key, for training the LoRA query adapter
+(``memory.userdata``: erased and exported with the user).
 
 Metrics (aggregate counters, no personal data):
 - session depth: messages per session;
@@ -13,19 +14,17 @@ Metrics (aggregate counters, no personal data):
 
 from __future__ import annotations
 
-import json
 import time
 
 from pydantic import BaseModel, Field, model_validator
 
-from memory import keys
+from memory import keys, userdata
 from memory.errors import NotFound
 from memory.graph import COUNTER, Change, Evidence, MergeMode, RelationKey
 from memory.models import FactSource
 from memory.runtime import Runtime
 
 USEFUL_FACTOR, NOT_USEFUL_FACTOR, MIN_WEIGHT, MAX_WEIGHT = 1.25, 0.5, 0.1, 3.0
-MAX_PAIRS = 10_000
 
 
 class FeedbackIn(BaseModel):
@@ -72,11 +71,9 @@ def give(rt: Runtime, tenant: str, body: FeedbackIn) -> tuple[FeedbackResult, Ch
         pipe = rt.redis.pipeline()
         for name, n in counts.items():
             pipe.hincrby(keys.feedback(tenant), name, n)
-        if body.useful and body.query:
-            pipe.lpush(keys.feedback_pairs(tenant), json.dumps(
-                {"user_id": body.user_id, "query": body.query, "event_id": body.event_id}, ensure_ascii=False))
-            pipe.ltrim(keys.feedback_pairs(tenant), 0, MAX_PAIRS - 1)
         pipe.execute()
+        if body.useful and body.query:
+            userdata.keep_feedback_pair(rt, tenant, body.user_id, body.query, body.event_id)
         return FeedbackResult(target=body.event_id, weight=weight), None
     belief = next((r for r in rt.graph.relations(tenant, body.user_id) if r.rel_id == body.rel_id), None)
     if belief is None:
@@ -100,12 +97,12 @@ def give(rt: Runtime, tenant: str, body: FeedbackIn) -> tuple[FeedbackResult, Ch
 def training_pairs(rt: Runtime, tenant: str) -> list[tuple[str, str]]:
     """(query, the text of the event that answered it) from useful feedback; erased users' are gone."""
     pairs = []
-    for raw in rt.redis.lrange(keys.feedback_pairs(tenant), 0, -1):
-        item = json.loads(raw)
-        found = rt.episodic_store.get(tenant, item["user_id"], [item["event_id"]])
-        shown = rt.episodic.reveal(found[0]) if found else None
-        if shown and shown.text:
-            pairs.append((item["query"], shown.text))
+    for user_id in userdata.users_with_feedback_pairs(rt, tenant):
+        for item in userdata.feedback_pairs(rt, tenant, user_id):
+            found = rt.episodic_store.get(tenant, user_id, [item["event_id"]])
+            shown = rt.episodic.reveal(found[0]) if found else None
+            if shown and shown.text:
+                pairs.append((item["query"], shown.text))
     return pairs
 
 

@@ -23,7 +23,7 @@ expects a single Redis (or a primary with replicas), not Redis Cluster.
 | mneme:erasing:{tenant}                | zset | users being erased → erased_at          | none (5)       |
 | mneme:tombstones:{tenant}             | zset | hashed erased user → erased_at          | none (5)       |
 | mneme:feedback:{tenant}               | hash | feedback counters (useful / not useful) | none (2)       |
-| mneme:feedback_pairs:{tenant}         | list | (query, event) pairs marked useful      | capped at 10,000 entries |
+| mneme:feedback_pairs:{tenant}:{user}  | list | sealed useful (query, event) pairs      | none (4); newest 1,000 |
 | mneme:metrics:{tenant}                | hash | product counters (aggregates only)      | none (2)       |
 | mneme:apikeys                         | hash | key id → key record (secret hashed)     | none (6)       |
 | mneme:apikey-hashes                   | hash | sha256(secret) → key id                 | none (6)       |
@@ -121,8 +121,8 @@ def feedback(tenant: str) -> str:
     return f"{PREFIX}:feedback:{tenant}"
 
 
-def feedback_pairs(tenant: str) -> str:
-    return f"{PREFIX}:feedback_pairs:{tenant}"
+def feedback_pairs(tenant: str, user_id: str) -> str:
+    return f"{PREFIX}:feedback_pairs:{tenant}:{user_id}"
 
 
 def metrics(tenant: str) -> str:
@@ -138,3 +138,28 @@ API_KEY_HASHES = f"{PREFIX}:apikey-hashes"
 
 def rate_window(key_id: str, minute: int) -> str:
     return f"{PREFIX}:ratelimit:{key_id}:{minute}"
+
+
+#: The ``memory.userdata`` store that counts, exports and erases each key family holding a user's data.
+ERASED_BY = {
+    "session": "sessions", "user_sessions": "sessions", "job": "sessions", "PENDING": "sessions",
+    "failed_session": "sessions", "user": "policy", "review": "reviews", "reviews": "reviews",
+    "devices": "devices", "DEAD_LETTERS": "dead_letters", "DEAD_LETTERS_BY_ID": "dead_letters",
+    "feedback_pairs": "feedback_pairs",
+}
+#: Key families that hold no user data, and why. ``tests/test_userdata.py`` fails when a family above is in
+#: neither table.
+NO_USER_DATA = {
+    "llm_tokens": "tokens spent per tenant and day",
+    "LLM_FAILURES": "counts of failed LLM calls by reason",
+    "ADAPTER_CURRENT": "the published adapter's version",
+    "erasing": "raw ids of users being erased: the erasure's own work list, left once verified after the SLA",
+    "tombstones": "hashed ids of erased users (dropping their queued work)",
+    "feedback": "tenant-wide feedback counters",
+    "metrics": "tenant-wide product counters",
+    "API_KEYS": "API key records (tenants, not users)",
+    "API_KEY_HASHES": "hashes of API key secrets",
+    "rate_window": "requests per API key and minute",
+    "AUDIT_OUTBOX": "audit records, which hold hashed user ids only",
+    "AUDIT_DUE": "audit record ids",
+}

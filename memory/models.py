@@ -1,10 +1,75 @@
-"""Domain models shared by the library, the tasks (as JSON) and the HTTP API."""
+"""Domain models shared by the library, the tasks (as JSON) and the HTTP API, and the rules every input
+meets: the id and tenant patterns, how ``client_ts`` is read, how a belief's object is cleaned."""
 
 from __future__ import annotations
 
+import html
+import math
+import time
+from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, Field
+
+from memory.text import clean_label
+
+#: The one id pattern: user, session, message, device and operator ids, in request bodies and URL paths alike.
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$"
+ID_RULE = "1-128 characters: letters, digits and _ . : @ -, starting with a letter or digit"
+#: A tenant name is an id without ':'. The tenant leads every key (``mneme:user:{tenant}:{user_id}``), so a
+#: ':' in it would make tenant "a:b" with user "c" share keys with tenant "a" with user "b:c".
+TENANT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$"
+TENANT_RULE = "1-128 characters: letters, digits and _ . @ -, starting with a letter or digit (no ':')"
+
+Id = Annotated[str, Field(pattern=ID_PATTERN, examples=["u_42"], description=ID_RULE)]
+
+EARLIEST_CLIENT_TS = datetime(2000, 1, 1, tzinfo=UTC).timestamp()
+CLIENT_TS_AHEAD_S = 86_400  # a little ahead is clock skew (clamped when appended); over a day is a mistake
+_CLIENT_TS_RULE = ("must be unix seconds or milliseconds or an ISO 8601 datetime, "
+                   "from 2000-01-01 to at most a day from now")
+
+
+def _not_a_bool(value: object) -> object:
+    if isinstance(value, bool):  # JSON true would otherwise be read as 1.0, i.e. 1970
+        raise ValueError(f"true/false is not a time; it {_CLIENT_TS_RULE}")
+    return value
+
+
+def _epoch_seconds(value: datetime | float) -> float:
+    """Unix seconds; a number above 10¹¹ (the year 5138 in seconds) is milliseconds, a naive datetime is UTC."""
+    try:
+        if isinstance(value, datetime):
+            seconds = (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
+        else:
+            seconds = value / 1000 if value > 1e11 else float(value)
+    except (OverflowError, ValueError):  # a datetime at the edge of year 1 or 9999 with an offset
+        seconds = math.nan
+    if not (math.isfinite(seconds) and EARLIEST_CLIENT_TS <= seconds <= time.time() + CLIENT_TS_AHEAD_S):
+        raise ValueError(_CLIENT_TS_RULE)
+    return seconds
+
+
+#: ``client_ts`` as sent (ISO 8601, or unix seconds or milliseconds), validated to unix seconds.
+ClientTs = Annotated[datetime | float, BeforeValidator(_not_a_bool), AfterValidator(_epoch_seconds)]
+
+
+OBJECT_MAX_CHARS = 100
+
+
+def _cleaned_object(value: str) -> str:
+    text = clean_label(value)
+    if not text:
+        raise ValueError("is empty once control characters are removed: send some text")
+    if len(html.unescape(text)) > OBJECT_MAX_CHARS:  # measured as read, not as escaped: cleaning twice is the same
+        raise ValueError(f"is longer than {OBJECT_MAX_CHARS} characters: send a shorter name for it")
+    return text
+
+
+#: A belief's object, as every source gives it (rules, the LLM stage, a correction, a task rebuilding a fact):
+#: 1-100 characters as read, stored cleaned like every text (``memory.text.clean``: no controls or bidi
+#: overrides, HTML-escaped).
+BeliefObject = Annotated[str, AfterValidator(_cleaned_object)]
 
 
 class Role(StrEnum):
@@ -102,7 +167,7 @@ class Fact(BaseModel):
     tenant: str
     user_id: str
     relation: Relation
-    object: str = Field(min_length=1, max_length=100)
+    object: BeliefObject
     confidence: float = Field(ge=0.1, le=1.0)
     source: FactSource = FactSource.rule
     evidence_id: str  # the event it came from: applying the same evidence twice has no effect

@@ -146,9 +146,11 @@ def recall(rt: Runtime, tenant: str, user_id: str, query: str, k: int = 5, sessi
     if not rt.policies.get(tenant, user_id).keeps_long_term:
         degraded["long_term"] = "off: the user has not consented to long-term memory"
     else:
-        rt.embedder  # noqa: B018 - loaded (once per process) before the layers' deadline starts
-        search = Search(cue=cue, k=k, types=event_types, inferred=inferred, include_text=include_text, now=now,
-                        skip=_just_posted(working), repeated=sha256(clean(query)))
+        # the query is embedded before the layers' deadline starts: the deadline is the stores', and a
+        # model still loading after a start delays the answer instead of emptying it
+        search = Search(cue=cue, vector=query_vector(rt, cue), k=k, types=event_types, inferred=inferred,
+                        include_text=include_text, now=now, skip=_just_posted(working),
+                        repeated=sha256(clean(query)))
         answers = _within_deadline(rt.settings.recall_layer_timeout_s, degraded, {
             "episodic": lambda: search_events(rt, tenant, user_id, search),
             "graph": lambda: _facts(rt, tenant, user_id, query),
@@ -178,7 +180,7 @@ def _within_deadline(timeout_s: float, degraded: dict[str, str], layers: dict[st
             answers[name] = future.result(timeout=max(0.0, deadline - time.monotonic()))
         except Timeout:
             future.cancel()
-            degraded[name] = f"{name} store unavailable: no answer within {timeout_s:g} s"
+            degraded[name] = f"{name} store did not answer within {timeout_s:g} s (down, locked or overloaded)"
         except MnemeError as exc:
             degraded[name] = exc.message
     return answers
@@ -187,6 +189,7 @@ def _within_deadline(timeout_s: float, degraded: dict[str, str], layers: dict[st
 @dataclass(frozen=True)
 class Search:
     cue: queries.Cue
+    vector: np.ndarray  # the cue's (``query_vector``)
     k: int
     now: float
     types: Collection[EventType] | None = None
@@ -209,7 +212,7 @@ class _Candidate:
 
 def search_events(rt: Runtime, tenant: str, user_id: str, search: Search) -> list[EventHit]:
     s = rt.settings
-    vector = _query_vector(rt, search.cue)
+    vector = search.vector
     depth = max(s.recall_depth, search.k * 4)
     keyword = dict(rt.episodic.keyword_search(tenant, user_id, search.cue.main, search.types, depth))
     if search.cue.context:
@@ -246,7 +249,8 @@ def search_events(rt: Runtime, tenant: str, user_id: str, search: Search) -> lis
     return _hits(rt, tenant, user_id, scored, search)
 
 
-def _query_vector(rt: Runtime, cue: queries.Cue) -> np.ndarray:
+def query_vector(rt: Runtime, cue: queries.Cue) -> np.ndarray:
+    """The cue's vector: the main cue's, with ``context_weight`` of the context's."""
     main = rt.embed_query(cue.main)
     if not cue.context:
         return main

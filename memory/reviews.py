@@ -1,6 +1,8 @@
 """The review queue: contradictions the pipeline will not settle on its own ("I like X" then "I can't
-stand X"; two devices claiming different ages). Both claims stay in the graph; a human (or an agent on
-the user's behalf) resolves the review through the API. Reviews live in Redis (AOF)."""
+stand X"; two devices claiming different ages; a device claiming another age than a human set). Both
+claims stay in the graph — for a single-valued relation the newcomer waits ``in_review``, out of recall —
+and a human (or an agent on the user's behalf) resolves the review through the API. Reviews live in
+Redis (AOF)."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ class Review(BaseModel):
     review_id: str
     tenant: str
     user_id: str
-    kind: str  # "contradiction" | "cross_device"
+    kind: str  # "contradiction" | "cross_device" | "human_correction"
     claims: list[Claim]
     evidence_id: str
     created_at: float

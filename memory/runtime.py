@@ -106,8 +106,20 @@ class Runtime:
             return self.__dict__["_embedder"]
 
     @property
-    def embedder_loaded(self) -> bool:
-        return "_embedder" in self.__dict__
+    def warm(self) -> bool:
+        """The model is loaded and has encoded once (the first encode is the slow one)."""
+        return "_warm" in self.__dict__
+
+    def warm_up(self) -> None:
+        """Load the embedder and run a real encode, and open the stores, so the first request after a start
+        is not the one that pays for it. A store that cannot open now is reported by ``health``."""
+        self.embedder.embed(["warm up", "预热一下"])
+        for store in ("episodic_store", "graph"):
+            try:
+                getattr(self, store).ping()
+            except Exception:  # noqa: BLE001, S110 - health names what is wrong with a store
+                pass
+        self.__dict__["_warm"] = True
 
     def embed_query(self, text: str) -> np.ndarray:
         """A query vector, through the published LoRA query adapter when there is one. The published
@@ -146,7 +158,7 @@ class Runtime:
                 report[name] = "ok"
             except Exception as exc:  # noqa: BLE001 - health reports every failure, whatever it is
                 report[name] = f"unreachable: {exc}"
-        report["embedder"] = "ok" if self.embedder_loaded else "loading"
+        report["embedder"] = "ok" if self.warm else "loading"
         return report
 
 

@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     embed_flush_interval_s: float = Field(0.2, gt=0)
     task_max_retries: int = Field(8, ge=0)
     preload_embedder: bool = Field(False, description="Load the model when a worker process starts.")
+    worker_start_timeout_s: float = Field(
+        180.0, gt=0, description="How long a worker's pool child may take to start (load the model) before "
+                                 "Celery replaces it.")
     context_vector_weight: float = Field(0.3, ge=0, le=1, description="A message's vector adds this share of the "
                                                                       "turn before it: a reply means what it answers.")
     embed_threads: int = Field(1, ge=1, description="Per process: two threads on a busy 2-core box collapse.")

@@ -7,6 +7,7 @@ gives no usable key. Each key has a per-minute rate limit (fixed window in Redis
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 import time
 
@@ -14,7 +15,8 @@ import redis
 from pydantic import BaseModel
 
 from memory import keys
-from memory.errors import NotFound, RateLimited, TransientError, Unauthorized
+from memory.errors import InvalidInput, NotFound, RateLimited, TransientError, Unauthorized
+from memory.models import TENANT_PATTERN, TENANT_RULE
 from memory.working import REDIS_ERRORS
 
 
@@ -32,6 +34,8 @@ def _digest(secret: str) -> str:
 
 def create_key(client: redis.Redis, tenant: str, name: str = "", rate_limit: int = 600) -> tuple[str, str]:
     """A new key for ``tenant``: returns (key id, the secret key — shown once, never stored)."""
+    if not re.fullmatch(TENANT_PATTERN, tenant):
+        raise InvalidInput(f"a tenant name is {TENANT_RULE}")
     key_id = secrets.token_hex(6)
     secret = f"mn_{key_id}_{secrets.token_urlsafe(24)}"
     record = ApiKey(key_id=key_id, tenant=tenant, name=name, rate_limit=rate_limit, created_at=time.time())

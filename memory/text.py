@@ -17,7 +17,10 @@ import rjieba
 ELLIPSIS = "…"
 FULL_TEXT_MARKER = "[全文见历史]"
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u2028\u2029\ufeff]")
+#: Removed from every text: C0 and C1 controls but tab and newline, zero-width spaces and marks (not U+200D,
+#: the joiner inside emoji such as 👨‍👩‍👧), line/paragraph separators, bidi embeddings, overrides and
+#: isolates (U+202A–U+202E, U+2066–U+2069: they make text display as something else), the BOM.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b\u200c\u200e\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
 _SPACES = re.compile(r"[ \t\u00a0\u3000]+")
 _BLANK_LINES = re.compile(r"\n{3,}")
 _ENTITY_TAIL = re.compile(r"&[#a-zA-Z0-9]{0,8}$")
@@ -44,6 +47,12 @@ def clean(raw: str) -> str:
     lines = [_SPACES.sub(" ", line).strip() for line in text.split("\n")]
     text = _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
     return html.escape(text, quote=False)
+
+
+def clean_label(raw: str) -> str:
+    """``clean`` for a short label (a belief's object) that may arrive plain (a user, the rules) or already
+    cleaned (the LLM stage, a stored claim): the result is the same either way, so cleaning twice is harmless."""
+    return clean(html.unescape(raw))
 
 
 def cut(text: str, limit: int, tail: str = ELLIPSIS) -> str:

@@ -59,10 +59,10 @@ def _fan_out(job_id: str, message: Message, extraction: Extraction,
 
 @worker_process_init.connect
 def _preload_embedder(**_: object) -> None:
-    """The embed worker loads its model at start, so the first message is not the slow one."""
+    """The embed worker loads its model (and encodes once) at start, so the first message is not the slow one."""
     rt = get_runtime()
     if rt.settings.preload_embedder:
-        rt.embedder.embed(["warm up"])
+        rt.warm_up()
 
 
 class EmbedBatches(Batches):

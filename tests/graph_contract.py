@@ -346,6 +346,45 @@ class GraphContract:
         assert store.set_status(self.rel_id(key), Status.retired, self.ev(ids, "r1")) == first
         assert self.one(store, key).status is Status.active
 
+    def test_a_superseded_relation_keeps_its_value_and_evidence_out_of_recall(self, store, ids):
+        old, new = self.key(ids, "17", Relation.age), self.key(ids, "18", Relation.age)
+        store.merge(old, self.ev(ids, "e1", 0.9, device_id="pad"), BLEND)
+        change = store.set_status(self.rel_id(old), Status.superseded,
+                                  self.ev(ids, "e2", 0.9, COUNTER, note="replaced by 18"))
+        store.merge(new, self.ev(ids, "e2", 0.9, device_id="pad"), BLEND)
+        assert (change.action, change.before, change.after) == ("supersede", pytest.approx(0.9), pytest.approx(0.9))
+        assert [r.object for r in store.relations(old.tenant, old.user_id)] == ["18"]
+        superseded = self.one(store, old)
+        assert (superseded.status, superseded.source, superseded.confidence) == (
+            Status.superseded, RULE, pytest.approx(0.9))
+        assert [(r.action, r.note) for r in store.evidence([superseded.rel_id])] == [
+            ("merge:blend", ""), ("supersede", "replaced by 18")]
+        store.merge(old, self.ev(ids, "e3", 0.9), BLEND)  # evidence alone does not bring it back (unlike retired)
+        assert self.one(store, old).status is Status.superseded
+        back = store.merge(old, self.ev(ids, "e4", 0.5), BLEND, Status.active)  # the caller says it is current
+        assert back.after == pytest.approx(0.3 * 0.9 + 0.7 * 0.5)
+        assert self.one(store, old).status is Status.active
+
+    def test_a_merge_can_hold_a_claim_in_review_in_the_same_write(self, store, ids):
+        key = self.key(ids, "17", Relation.age)
+        change = store.merge(key, self.ev(ids, "e1", 0.9, LLM), BLEND, Status.in_review)
+        assert (change.action, change.before, change.after) == ("merge:blend", None, pytest.approx(0.9))
+        assert store.relations(key.tenant, key.user_id) == []  # never active, not even for a moment
+        held = self.one(store, key)
+        assert (held.status, held.source, held.confidence) == (Status.in_review, LLM, pytest.approx(0.9))
+        assert store.scale(held.rel_id, self.ev(ids, "c1", source=COUNTER), 0.5) is None  # not an active belief
+        store.merge(key, self.ev(ids, "e2", 0.5), MAX)  # said again: still waiting
+        assert self.one(store, key).status is Status.in_review
+        store.merge(key, self.ev(ids, "h1", 0.95, PERSON), HUMAN, Status.in_review)  # a human's word is current
+        assert (self.one(store, key).status, self.one(store, key).source) == (Status.active, PERSON)
+
+    def test_rule_evidence_cannot_put_a_human_belief_in_review(self, store, ids):
+        key = self.key(ids, "16", Relation.age)
+        store.merge(key, self.ev(ids, "h1", 1.0, PERSON), HUMAN)
+        before = self.one(store, key)
+        change = store.merge(key, self.ev(ids, "e1", 0.9), BLEND, Status.in_review)
+        assert change.action == "ignored" and self.one(store, key) == before
+
     # --- materialise ----------------------------------------------------------------------
 
     def test_materialise_stores_a_decayed_confidence_and_restarts_the_clock(self, store, ids):

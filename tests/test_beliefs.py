@@ -123,13 +123,14 @@ def test_same_belief_from_another_device_keeps_the_higher_confidence(brain, uid)
 def test_devices_that_disagree_go_to_review_and_updates_from_one_device_do_not(brain, uid):
     brain.apply([fact(uid, Relation.age, "16", 0.9, "phone", "e1")])
     brain.apply([fact(uid, Relation.age, "17", 0.9, "laptop", "e2")])
-    ages = {b.object: b.stored_confidence for b in brain.profile("default", f"u{uid}")}
-    assert ages == {"16": pytest.approx(0.9), "17": pytest.approx(0.9)}  # both kept
+    assert [b.object for b in brain.profile("default", f"u{uid}")] == ["16"]  # the value held stays, alone
+    held = {b.object: b for b in brain.profile("default", f"u{uid}", include_inactive=True)}["17"]
+    assert held.status is Status.in_review and "held for review: another device says 16" in held.why
     [review] = brain.reviews.list_open("default", f"u{uid}")
     assert review.kind == "cross_device" and {c.object for c in review.claims} == {"16", "17"}
     brain.apply([fact(uid, Relation.age, "18", 0.9, "laptop", "e3")])  # the laptop's own update
-    ages = {b.object: b.stored_confidence for b in brain.profile("default", f"u{uid}")}
-    assert ages["17"] == pytest.approx(0.45) and ages["18"] == pytest.approx(0.9)
+    statuses = {b.object: b.status for b in brain.profile("default", f"u{uid}", include_inactive=True)}
+    assert statuses == {"16": Status.active, "17": Status.superseded, "18": Status.in_review}
 
 
 def test_confidence_decays_at_read_time_by_category(brain, uid):
@@ -165,10 +166,13 @@ def test_user_corrections_win_take_effect_at_once_and_are_audited(client, stack,
     say(client, uid, [("user", "我今年16岁")], start=1)  # later extraction of the same belief: human value stays
     now = beliefs(client, stack, uid)
     assert now[("age", "16")]["stored_confidence"] == 1.0 and now[("age", "16")]["source"] == "human"
-    assert now[("age", "15")]["confidence"] < 0.9
+    assert ("age", "15") not in now  # replaced by the correction, kept with its history
+    old = beliefs(client, stack, uid, inactive=True)[("age", "15")]
+    assert old["status"] == "superseded" and "replaced by 16, set by parent_1" in old["why"]
+    assert "set by parent_1; replaced 15" in now[("age", "16")]["why"]
     recall = client.recall(user_id=f"u{uid}", query="我几岁")
-    assert recall.facts[0].object == "16"
-    rel = now[("age", "15")]["rel_id"]
+    assert [f.object for f in recall.facts if f.relation == "age"] == ["16"]
+    rel = old["rel_id"]
     assert httpx.delete(f"{stack.api_url}/v1/users/u{uid}/beliefs/{rel}",
                         params={"operator_id": "parent_1"}).status_code == 200
     assert ("age", "15") not in beliefs(client, stack, uid)
@@ -186,3 +190,61 @@ def test_the_source_is_kept_per_piece_of_evidence(brain, uid):
     brain.apply([fact(uid, Relation.likes, "围棋", 0.7, None, "e1").model_copy(update={"source": FactSource.llm})])
     [b] = brain.profile("default", f"u{uid}")
     assert b.source is FactSource.llm and "llm evidence" in b.why
+
+
+def ages(client, stack, uid, inactive=False):
+    return {obj: b for (rel, obj), b in beliefs(client, stack, uid, inactive).items() if rel == "age"}
+
+
+@pytest.mark.parametrize("first, then", [("我今年17岁", "我今年18岁"), ("I'm 17", "I'm 18")])
+def test_a_new_age_from_the_same_device_replaces_the_old_one(client, stack, uid, first, then):
+    say(client, uid, [("user", first)], device=f"pad-{uid}")
+    say(client, uid, [("user", then)], device=f"pad-{uid}", start=1)
+    assert list(ages(client, stack, uid)) == ["18"]  # one age at a time
+    assert [f.object for f in client.recall(user_id=f"u{uid}", query=first).facts if f.relation == "age"] == ["18"]
+    everything = ages(client, stack, uid, inactive=True)
+    old, new = everything["17"], everything["18"]
+    assert old["status"] == "superseded" and old["stored_confidence"] == pytest.approx(0.9)  # kept with its history
+    assert "replaced by 18 (said later, same device)" in old["why"] and "claimed 0.90" in old["why"]
+    assert "replaced 17 (said earlier, same device)" in new["why"]
+    assert httpx.get(f"{stack.api_url}/v1/users/u{uid}/reviews").json() == []  # an update, not a conflict
+
+
+def test_the_latest_word_of_a_device_wins_even_when_it_goes_back(brain, uid):
+    for evidence, name in [("e1", "小明"), ("e2", "Ming"), ("e3", "小明")]:
+        brain.apply([fact(uid, Relation.name, name, 0.9, "phone", evidence)])
+    [b] = brain.profile("default", f"u{uid}")
+    assert (b.object, b.status) == ("小明", Status.active) and "replaced Ming (said earlier, same device)" in b.why
+    statuses = {b.object: b.status for b in brain.profile("default", f"u{uid}", include_inactive=True)}
+    assert statuses == {"小明": Status.active, "Ming": Status.superseded}
+
+
+@pytest.mark.parametrize("claim, value", [("我今年17岁", "17"), ("I'm 17", "17")])
+def test_a_claim_against_a_human_correction_waits_for_review(client, stack, uid, claim, value):
+    r = httpx.put(f"{stack.api_url}/v1/users/u{uid}/beliefs",
+                  json={"relation": "age", "object": "16", "confidence": 1.0, "operator_id": "parent_1"})
+    assert r.status_code == 200
+    say(client, uid, [("user", claim)], device=f"pad-{uid}")
+    now = ages(client, stack, uid)
+    assert list(now) == ["16"] and now["16"]["source"] == "human" and now["16"]["stored_confidence"] == 1.0
+    assert f"kept the human value; the rule claim {value} is under review" in now["16"]["why"]
+    held = ages(client, stack, uid, inactive=True)[value]
+    assert held["status"] == "in_review" and "held for review: disagrees with the human value 16" in held["why"]
+    [review] = httpx.get(f"{stack.api_url}/v1/users/u{uid}/reviews").json()
+    assert review["kind"] == "human_correction" and {c["object"] for c in review["claims"]} == {"16", value}
+    say(client, uid, [("user", claim)], device=f"pad-{uid}", start=1)  # said again: still one review
+    assert len(httpx.get(f"{stack.api_url}/v1/users/u{uid}/reviews").json()) == 1
+    r = httpx.post(f"{stack.api_url}/v1/users/u{uid}/reviews/{review['review_id']}/resolve",
+                   json={"keep": [held["rel_id"]], "operator_id": "parent_1"})  # the parent agrees with the pad
+    assert r.status_code == 200
+    after = ages(client, stack, uid)
+    assert list(after) == [value] and after[value]["source"] == "human"
+    assert ages(client, stack, uid, inactive=True)["16"]["status"] == "deleted"
+
+
+def test_keeping_two_values_of_a_single_valued_relation_is_refused(brain, uid):
+    brain.apply([fact(uid, Relation.age, "16", 0.9, "phone", "e1")])
+    brain.apply([fact(uid, Relation.age, "17", 0.9, "laptop", "e2")])
+    [review] = brain.reviews.list_open("default", f"u{uid}")
+    with pytest.raises(InvalidInput, match="one age at a time"):
+        brain.resolve("default", f"u{uid}", review.review_id, [c.rel_id for c in review.claims], "teacher_7")

@@ -1,10 +1,13 @@
 """The ops CLI (``mneme``) against the real stack: status, dead letters, erasure, audit, maintenance, export,
-API keys. Commands run through typer's CliRunner with the stack's environment, and once as a real process."""
+API keys. Commands run through typer's CliRunner with the stack's environment, and as a real process — once
+with no ``MNEME_*`` variable at all, finding a stack through the state file it writes."""
 
 import fcntl
 import json
+import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -22,6 +25,8 @@ from memory.models import Role
 from tests.accepted import write_job
 from workers.celery_app import create_celery
 from workers.cli import app
+from workers.client import MnemeClient
+from workers.stack import Stack, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 BACKENDS = ("redis", "episodic", "graph", "audit", "archive")
@@ -96,6 +101,59 @@ def test_status_as_a_real_process(stack):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "pipeline@" in proc.stdout and "embed@" in proc.stdout
     assert re.search(r"\bredis\W+ok\b", proc.stdout)
+
+
+# --- finding the stack ----------------------------------------------------------------------------
+
+def mneme(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    """``mneme ARGS`` as a user types it: the installed command, in a shell without any MNEME_* variable."""
+    shell = {k: v for k, v in os.environ.items() if not k.startswith("MNEME_")}
+    return subprocess.run([str(Path(sys.executable).with_name("mneme")), *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=120, env={**shell, "COLUMNS": "200", **env})
+
+
+def test_mneme_finds_the_stack_make_run_started_without_any_variable(tmp_path_factory):
+    """`make run` in a project, then `mneme` in the same directory: the embedded Valkey took a fresh port, and
+    the CLI finds it (and the settings the stack runs with) through the state file the stack writes."""
+    project = tmp_path_factory.mktemp("project")
+    state = project / "var" / "stack.json"
+    stack = Stack(project / "var", api_port=free_port(), beat=False, flower=False,
+                  env={"MNEME_REDIS_URL": "", "MNEME_TENANT": "acme"})
+    try:
+        stack.start(wait_embedder=False)
+        written = json.loads(state.read_text())
+        assert stat.S_IMODE(state.stat().st_mode) == 0o600
+        assert (written["api_url"], written["redis_url"]) == (stack.api_url, stack.env["MNEME_REDIS_URL"])
+        assert written["pids"] == {name: proc.pid for name, proc in stack.procs.items()}
+
+        found = mneme("status", cwd=project)
+        assert found.returncode == 0, found.stdout + found.stderr
+        assert re.search(r"\bredis\W+ok\b", found.stdout) and "pipeline@" in found.stdout and "embed@" in found.stdout
+
+        with MnemeClient(stack.api_url) as client:  # the stack's tenant came along with its Redis
+            client.remember(user_id="alice", session_id="s1", message_id="m1", role="user", content="我今年17岁")
+        exported = mneme("export", "alice", cwd=project)
+        assert exported.returncode == 0, exported.stderr
+        document = json.loads(exported.stdout)
+        assert document["tenant"] == "acme"
+        assert [m["content"] for m in document["sessions"][0]["messages"]] == ["我今年17岁"]
+
+        elsewhere = mneme("--data-dir", str(project / "var"), "status", cwd=tmp_path_factory.mktemp("elsewhere"))
+        assert elsewhere.returncode == 0, elsewhere.stdout + elsewhere.stderr
+
+        explicit = mneme("status", cwd=project, MNEME_REDIS_URL=f"redis://127.0.0.1:{free_port()}/0")
+        assert explicit.returncode == 1 and not re.search(r"\bredis\W+ok\b", explicit.stdout)  # the variable wins
+    finally:
+        stack.stop()
+    assert not state.exists()  # a clean stop removes it
+    stopped = mneme("status", cwd=project)
+    assert stopped.returncode == 1
+    assert "no running stack found" in stopped.stderr and "make run" in stopped.stderr
+
+    state.write_text(json.dumps(written))  # what a killed stack leaves behind: its processes are gone
+    stale = mneme("status", cwd=project)
+    assert stale.returncode == 1 and f"ignoring {state}" in stale.stderr and "no longer running" in stale.stderr
+    assert str(written["pids"]["redis"]) in stale.stderr
 
 
 # --- dead letters ---------------------------------------------------------------------------------
@@ -288,13 +346,13 @@ def test_export_holds_the_users_data_and_no_one_elses(client, runtime, cli, tmp_
     assert doc["user_id"] == a and doc["policy"]["user_id"] == a
     messages = [m["content"] for s in doc["sessions"] for m in s["messages"]]
     assert messages == ["我今年17岁，我喜欢物理", "I love chemistry"]
-    assert {(e["type"], e["text"], tuple(e["message_ids"])) for e in doc["events"]} == {
+    assert {(e["type"], e["text"], tuple(e["message_ids"])) for e in doc["episodic_events"]} == {
         ("age_declaration", "我今年17岁，我喜欢物理", ("m1",)), ("preference", "我今年17岁，我喜欢物理", ("m1",)),
         ("preference", "I love chemistry", ("m2",))}
-    assert all(e["readable"] and e["summary"] and e["keywords"] for e in doc["events"])
-    beliefs = {(f["relation"], f["object"]) for f in doc["beliefs"]}
+    assert all(e["readable"] and e["summary"] and e["keywords"] for e in doc["episodic_events"])
+    beliefs = {(f["relation"], f["object"]) for f in doc["graph_relations"]}
     assert {("age", "17"), ("likes", "物理"), ("likes", "chemistry")} <= beliefs
-    assert all(f["why"] for f in doc["beliefs"])
+    assert all(f["why"] for f in doc["graph_relations"])
     assert [d["kwargs"]["message"]["content"] for d in doc["dead_letters"]] == ["a failed message of alice"]
     assert "pineapple42" not in text and b not in text
 

@@ -85,3 +85,46 @@ def test_zh_number():
 def test_a_question_that_says_nothing_about_the_user_weighs_less(text, weight):
     """Asking the assistant something general is a weak memory of the user; a personal question is not."""
     assert {e.weight for e in run(text).events} == {weight}
+
+
+@pytest.mark.parametrize(("text", "goal"), [
+    ("我的目标是下个月通过雅思", "下个月通过雅思"),
+    ("我的目标：每天背50个单词", "每天背50个单词"),
+    ("我今年的目标就是考上北大", "考上北大"),
+    ("我的goal是考上MIT", "考上MIT"),
+    ("My goal is to run a marathon this year", "run a marathon this year"),
+    ("My main goal for this year is to read 20 books.", "read 20 books"),
+    ("my goal: pass the IELTS", "pass the IELTS"),
+])
+def test_a_stated_goal_is_a_goal(text, goal):
+    assert types(text) == {"goal"}
+    assert facts(text) == {("goal", goal)}
+
+
+@pytest.mark.parametrize("text", [
+    "my goal keeper is great", "My goalkeeper saved it", "他说这个目标太远了", "他的目标是考清华",
+    "我们的目标是赢", "我的目标是什么来着？", "What is my goal?", "My goal is unclear",
+])
+def test_talk_about_goals_that_states_none_of_the_users_is_no_goal(text):
+    assert not any(r == "goal" for r, _ in facts(text)) and "goal" not in types(text)
+
+
+@pytest.mark.parametrize(("text", "preference"), [
+    ("请简短回答", "简短"), ("别给我讲太长的", "简短"), ("简单点回答就行", "简短"), ("说短一点", "简短"),
+    ("回答别太长", "简短"), ("长话短说吧", "简短"), ("简短一点！", "简短"), ("别啰嗦", "简短"),
+    ("keep your answers short", "short answers"), ("please answer briefly", "short answers"),
+    ("Could you keep your replies concise?", "short answers"), ("Keep it short, please", "short answers"),
+    ("Be brief.", "short answers"), ("your answers are way too long", "short answers"),
+    ("以后please answer briefly，谢谢", "short answers"),
+])
+def test_asking_for_short_answers_is_a_response_preference(text, preference):
+    assert ("response_preference", preference) in facts(text)
+    assert "preference" in types(text)
+
+
+@pytest.mark.parametrize("text", [
+    "the short answer is no", "简短回答：不行", "简短地说，我不同意", "In short, no", "The short answers were wrong",
+    "My speech should be brief", "you should keep it short", "变量名不要太长", "老师说不要写太长", "别走太长的路",
+])
+def test_a_short_answer_or_a_short_thing_is_no_response_preference(text):
+    assert not any(r == "response_preference" for r, _ in facts(text))

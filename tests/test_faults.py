@@ -590,7 +590,7 @@ def test_a_store_outage_retries_loses_nothing_and_recall_says_degraded(fstack, r
           f"{body.get('degraded')}; {len(sent)} messages sent during the outage, all done {recover_s:.1f}s after "
           f"the lock was released")
     assert status == 200, body
-    assert set(body["degraded"]) == {layer} and "unavailable" in body["degraded"][layer]
+    assert set(body["degraded"]) == {layer} and "did not answer" in body["degraded"][layer]
     assert body["facts"] if layer == "episodic" else body["events"]  # the other layer still answers
     # SQLite would give up on its WAL read lock only ~10 s later; recall's per-layer deadline (2 s) answers first
     assert took < fstack.settings.recall_layer_timeout_s + 2

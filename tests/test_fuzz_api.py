@@ -4,7 +4,7 @@ The schema is the live ``/openapi.json`` of the session's ``stack`` (real API, V
 Every operation — ``DELETE /v1/users/{user_id}`` included — gets schemathesis's examples, coverage and
 fuzzing phases, with valid and invalid inputs alike. The assertions are the contract every caller relies
 on: no answer is a 5xx (``not_a_server_error``), and every 4xx carries our error body
-``{"error": code, "message": text}``.
+``{"error": code, "message": text}`` and never repeats the text the user sent.
 
 The fuzzing found 4xx answers that did not (405 for a method a path does not have, 404 for an encoded
 ``/`` in an id, 400 for a JSON body that is not UTF-8): the API now maps Starlette's ``HTTPException`` to
@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -24,6 +24,8 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.config import SchemathesisConfig
+
+from memory.models import EARLIEST_CLIENT_TS
 
 # Examples per operation in the fuzzing phase; the examples and coverage phases add their own cases on
 # top (the coverage phase alone sends every operation ~7 wrong methods and many boundary bodies). With the
@@ -53,21 +55,23 @@ ACCEPTED_JOBS: list[str] = []
 
 def _client_ts_the_api_accepts(context, body):
     """The schema says ``client_ts`` is any number or date-time; the API (rightly, as the README says)
-    refuses anything not after 1970 with a 422. Left alone, nearly every generated message is refused
-    for that one field (1 of ~110 was accepted), so the accepted path — working memory, devices, the
-    queue, the workers — would go unfuzzed. Move such a timestamp into the present; every other field
+    refuses one before 2000 or more than a day ahead with a 422. Left alone, nearly every generated message
+    is refused for that one field (1 of ~110 was accepted), so the accepted path — working memory, devices,
+    the queue, the workers — would go unfuzzed. Move such a timestamp into the present; every other field
     keeps what was generated, and the invalid-input cases stay invalid."""
     if context.operation is None or context.operation.label != "POST /v1/messages" or not isinstance(body, dict):
         return body
     ts = body.get("client_ts")
-    if isinstance(ts, int | float) and not isinstance(ts, bool) and (not math.isfinite(ts) or ts <= 0):
-        return {**body, "client_ts": 1_760_000_000.0 + (abs(ts) % 86_400 if math.isfinite(ts) else 0.0)}
+    if isinstance(ts, int | float) and not isinstance(ts, bool):
+        seconds = ts / 1000 if math.isfinite(ts) and ts > 1e11 else ts
+        if not (math.isfinite(seconds) and EARLIEST_CLIENT_TS <= seconds <= time.time()):
+            return {**body, "client_ts": 1_760_000_000.0 + (abs(ts) % 86_400 if math.isfinite(ts) else 0.0)}
     if isinstance(ts, str):
         try:
             parsed = datetime.fromisoformat(ts)
         except ValueError:
             return body
-        if parsed.year < 1971:  # 2024 is a leap year: a generated 29 February stays a date
+        if not 2000 < parsed.year < datetime.now(UTC).year:  # 2024 is a leap year: a generated 29 February stays
             return {**body, "client_ts": parsed.replace(year=2024).isoformat()}
     return body
 
@@ -94,6 +98,17 @@ def _node_id_for_schemathesis(request):
 schema = schemathesis.pytest.from_fixture("api_schema")
 
 
+def _echoed_text(body, answer: str) -> str | None:
+    """An error answer never repeats the user's text (``content``, ``query``, a belief's ``object``); ids it may."""
+    if not isinstance(body, dict):
+        return None
+    for field in ("content", "query", "object"):
+        text = body.get(field)
+        if isinstance(text, str) and len(text.strip()) >= 12 and (text in answer or json.dumps(text)[1:-1] in answer):
+            return f"it repeats the {field} sent"
+    return None
+
+
 def _error_body_problem(response) -> str | None:
     try:
         body = json.loads(response.content)
@@ -117,7 +132,7 @@ def test_no_server_errors_and_4xx_carry_the_error_body(case):
     if response.status_code == 202 and case.method.upper() == "POST" and case.path == "/v1/messages":
         ACCEPTED_JOBS.append(response.json()["job_id"])
     if 400 <= response.status_code < 500:
-        problem = _error_body_problem(response)
+        problem = _error_body_problem(response) or _echoed_text(case.body, response.text)
         assert problem is None, (
             f"{response.status_code} without our error body ({problem}): {response.text[:500]!r}\n"
             f"reproduce: {case.as_curl_command()}")

@@ -6,27 +6,35 @@ Bolt server (ArcadeDB from PyPI, ``tests/bolt_server.py``) — and through the A
 What reaches the graph, and from where:
 - message ``content`` → the fact object (``Concept.name``, ``HOLDS.object``) by the extraction rules;
 - ``user_id`` → ``User.name``, ``HOLDS.user_id``; ``session_id``, ``device_id``, ``message_id`` → ``Evidence``;
-- ``PUT …/beliefs``: the path's ``user_id`` (a plain string, NOT held to the id pattern) and ``object``
-  (1-100 characters, stored as sent); ``operator_id`` → the evidence id and note;
+- ``PUT …/beliefs``: the path's ``user_id`` and ``object`` (1-100 characters as sent); ``operator_id`` → the
+  evidence id and note;
 - review resolution: the claims' objects (read back from Redis) and ``operator_id``.
 
-Ids in bodies must match ``^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$``, so they carry the most hostile text that
-pattern allows: label syntax (``:User``), property access (``.id``), relationship dashes and comment
-markers (``--``), ``@``, and the full 128 characters. Path ids (``/v1/users/{user_id}/…``) take any text
-but ``/``, so those carry quotes, braces, backticks, ``$`` parameters, ``?``, ``#`` and ``%``.
+Ids, in bodies and in URL paths alike, must match ``^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$``, so the ids that
+get through carry the most hostile text that pattern allows: label syntax (``:User``), property access
+(``.id``), relationship dashes and comment markers (``--``), ``@``, and the full 128 characters. A path id
+outside the pattern (quotes, braces, backticks, ``$`` parameters, ``?#%``, spaces, Chinese, a trailing
+newline, 129 characters) is refused with a 422 naming the parameter, without echoing it, before any store
+is touched.
+
+Belief objects are stored cleaned, in the one form every text is stored in (``memory.text.clean_label``):
+control and bidi characters removed, spaces folded, ``<`` ``>`` ``&`` HTML-escaped exactly once. Cleaning
+touches no quote, brace or backtick, so the Cypher payloads reach the graph whole — as data.
 
 The extraction rules end a claim at ``, . ! ? ;`` and newlines and keep at most 30 characters, so the
 message payloads are written to fit in one claim (each table row says what object it must become); the
 payloads the rules cut (``db.labels()``, newlines) also go through ``PUT …/beliefs`` whole.
 
-After every step: each payload is a belief object verbatim (``GET …/profile``); and, looking at the Bolt
-server directly with the ``neo4j`` driver, a canary node created first is intact, everything in the graph
-before the step (a bystander user's data, earlier steps' users) is unchanged, no ``pwned`` property or
-``Pwned`` label exists, and the node and relationship counts are exactly what the API's profiles account for.
+After every step: each payload is a belief object in its stored form (``GET …/profile``); and, looking at
+the Bolt server directly with the ``neo4j`` driver, a canary node created first is intact, everything in the
+graph before the step (a bystander user's data, earlier steps' users) is unchanged, no ``pwned`` property
+or ``Pwned`` label exists, and the node and relationship counts are exactly what the API's profiles account
+for.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import time
 import uuid
@@ -72,7 +80,7 @@ MESSAGES: list[tuple[str, list[tuple[str, str]]]] = [
     ("I want to c'}) DETACH DELETE n //\r\nMATCH (n) DETACH DELETE n //", [("goal", "c'}) DETACH DELETE n //")]),
 ]
 
-# objects for PUT /v1/users/{user_id}/beliefs: stored as sent, no cleaning, no extraction
+# objects for PUT /v1/users/{user_id}/beliefs: no extraction, stored cleaned (see STORED_AS)
 PUT_OBJECTS: list[tuple[str, str]] = [
     ("likes", "x'}) DETACH DELETE n //"),
     ("dislikes", '"}) CALL db.labels() YIELD label RETURN label //'),
@@ -84,15 +92,40 @@ PUT_OBJECTS: list[tuple[str, str]] = [
     ("goal", "RETURN 1 UNION MATCH (n) DETACH DELETE n"),
     ("likes", "加速度' OR 1=1 -- 中文 \\' \\\\ \u0000 end"),
     ("dislikes", "/* */ CALL db.labels() //"),
-    ("likes", "R&D <b>bold</b> &amp; &lt;script&gt;"),
+    ("likes", "R&D <b>bold</b>"),
+    ("likes", "&amp; &lt;script&gt;"),
     ("learning_style", "\u2028sep\u2029 \u202ertl 🙂 \\u0000"),
+    ("dislikes", "<&>" * 33 + "<"),  # 100 characters as sent, the most allowed; 433 once escaped
 ]
 
-# path ids: any text but "/"
-PATH_USERS = [
+# what cleaning makes of the PUT objects it changes; every other one is stored exactly as sent
+STORED_AS: dict[str, str] = {
+    "`]->() MATCH (n) DETACH DELETE n //": "`]-&gt;() MATCH (n) DETACH DELETE n //",
+    "line one\nMATCH (n) DETACH DELETE n\r\n\t// tail": "line one\nMATCH (n) DETACH DELETE n\n// tail",
+    "加速度' OR 1=1 -- 中文 \\' \\\\ \u0000 end": "加速度' OR 1=1 -- 中文 \\' \\\\ end",  # NUL gone, spaces folded
+    "R&D <b>bold</b>": "R&amp;D &lt;b&gt;bold&lt;/b&gt;",
+    # text that arrives escaped (the LLM stage, a stored claim) is taken as escaped: escaped once, not twice
+    # (so a user who means the entities themselves reads back "& <script>")
+    "&amp; &lt;script&gt;": "&amp; &lt;script&gt;",
+    "\u2028sep\u2029 \u202ertl 🙂 \\u0000": "sep rtl 🙂 \\u0000",  # separators and the override gone
+    "<&>" * 33 + "<": "&lt;&amp;&gt;" * 33 + "&lt;",
+}
+
+
+def stored(obj: str) -> str:
+    return STORED_AS.get(obj, obj)
+
+
+# path ids outside the id pattern: refused before any store, whatever route they are sent to
+PATH_PAYLOADS = [
     f"u'}}) MATCH (n) DETACH DELETE n RETURN 1 AS x{RUN}",
     f'用户"}}]->() SET n:Pwned $tenant \\ ?#% {RUN}',
+    "x'}) DETACH DELETE n ", "`]->() MATCH (n) DETACH DELETE n ", "$rel_id", "' OR 1=1 --", "}) RETURN n -- ?#%",
+    "学生小明",  # no body can carry a Chinese id either: a path id no one could have written is refused, not looked up
+    f"bystander{RUN}\n",  # the bystander's id and a newline: what a regex "$" lets through
+    longest_id("u") + "x",  # one character too long
 ]
+PATH_PAYLOAD_IDS = ["quotes", "zh-quotes", "delete", "arrow", "param", "or-1", "return", "zh", "newline", "129-chars"]
 
 
 @dataclass
@@ -258,10 +291,16 @@ def beliefs_by(beliefs: list[dict]) -> dict[tuple[str, str], dict]:
 def test_the_id_payloads_are_what_the_id_pattern_allows():
     import re
 
+    from memory.models import ID_PATTERN as PRODUCT_ID_PATTERN
+
+    assert PRODUCT_ID_PATTERN == ID_PATTERN  # the payloads below are built for this pattern
     for tag in ("u", "s", "d", "m"):
         for made in (hostile_id(tag), longest_id(tag)):
             assert re.fullmatch(ID_PATTERN, made), made
     assert len(longest_id("u")) == 128
+    assert not any(re.fullmatch(ID_PATTERN, payload) for payload in PATH_PAYLOADS)
+    assert len(PATH_PAYLOAD_IDS) == len(PATH_PAYLOADS)
+    assert set(STORED_AS) <= {obj for _, obj in PUT_OBJECTS}
 
 
 def test_message_content_and_ids_are_stored_verbatim(world):
@@ -288,8 +327,8 @@ def test_message_content_and_ids_are_stored_verbatim(world):
     check_graph(world)
 
 
-@pytest.mark.parametrize("user_id", [hostile_id("put"), *PATH_USERS], ids=["pattern-id", "path-quotes", "path-zh"])
-def test_put_beliefs_stores_objects_and_path_ids_verbatim(world, user_id):
+@pytest.mark.parametrize("user_id", [hostile_id("put"), longest_id("put")], ids=["pattern-id", "longest-id"])
+def test_put_beliefs_stores_payload_objects_cleaned_and_ids_verbatim(world, user_id):
     world.users.add(user_id)
     operator = hostile_id("op")
     for relation, obj in PUT_OBJECTS:
@@ -297,9 +336,10 @@ def test_put_beliefs_stores_objects_and_path_ids_verbatim(world, user_id):
                                json={"relation": relation, "object": obj, "operator_id": operator})
         assert answer.status_code == 200, answer.text
         body = answer.json()
-        assert (body["relation"], body["object"], body["subject"], body["source"]) == (relation, obj, user_id, "human")
+        assert (body["relation"], body["object"], body["subject"], body["source"]) == (
+            relation, stored(obj), user_id, "human")
     held = beliefs_by(profile(world, user_id))
-    assert sorted(held) == sorted(PUT_OBJECTS)
+    assert sorted(held) == sorted((relation, stored(obj)) for relation, obj in PUT_OBJECTS)
     for (_relation, obj), belief in held.items():
         [row] = world.raw("MATCH (u:User)-[r:HOLDS {rel_id: $rel_id}]->(c:Concept) RETURN u.name AS user, "
                           "r.object AS object, c.name AS concept", rel_id=belief["rel_id"])
@@ -311,27 +351,37 @@ def test_put_beliefs_stores_objects_and_path_ids_verbatim(world, user_id):
     check_graph(world)
 
 
-def test_review_resolution_keeps_payload_claims_verbatim(world):
+def test_review_resolution_keeps_payload_claims_as_stored(world):
     user, operator = hostile_id("rev"), hostile_id("resolver")
+    # (the claim, its opposite, the object both become, the relation a human keeps)
     pairs = [("I like '}) MATCH (n) DETACH DELETE n", "I can't stand '}) MATCH (n) DETACH DELETE n",
               "'}) MATCH (n) DETACH DELETE n", "dislikes"),
-             ("我喜欢`]-(n) SET n:Pwned $x //", "我讨厌`]-(n) SET n:Pwned $x //", "`]-(n) SET n:Pwned $x //", "likes")]
+             ("我喜欢`]-(n) SET n:Pwned $x //", "我讨厌`]-(n) SET n:Pwned $x //", "`]-(n) SET n:Pwned $x //", "likes"),
+             # read back from Redis and written again by the resolution: still escaped once
+             ("I like R&D <lab> '})//", "I can't stand R&D <lab> '})//", "R&amp;D &lt;lab&gt; '})//", "likes")]
     session, device = hostile_id("rev-s"), hostile_id("rev-d")
     for round_ in (0, 1):  # the claim, then its opposite: a contradiction goes to review
         wait(world, [post(world, user, session, f"{hostile_id('rev-m')}{round_}{i}", pair[round_], device)
                      for i, pair in enumerate(pairs)])
     reviews = world.api.get(f"{upath(user)}/reviews").json()
-    assert len(reviews) == 2, reviews
+    assert len(reviews) == len(pairs), reviews
+    payload_keep, echoed = "x'}) DETACH DELETE n //", []
     for review in reviews:
         [obj] = {c["object"] for c in review["claims"]}
         _, _, expected, keep_relation = next(p for p in pairs if p[2] == obj)
         assert sorted(c["relation"] for c in review["claims"]) == ["dislikes", "likes"]
         keep = [c["rel_id"] for c in review["claims"] if c["relation"] == keep_relation]
-        # a payload where a rel_id belongs, and a payload review id: refused before any graph write
+        # a payload where a rel_id belongs: refused before any graph write, and not echoed back
         refused = world.api.post(f"{upath(user)}/reviews/{review['review_id']}/resolve",
-                                 json={"keep": ["x'}) DETACH DELETE n //"], "operator_id": operator})
+                                 json={"keep": [payload_keep], "operator_id": operator})
         assert refused.status_code in (400, 422) and set(refused.json()) >= {"error", "message"}, refused.text
-        missing = world.api.post(f"{upath(user)}/reviews/{quote(chr(39) + '}) DETACH DELETE n', safe='')}/resolve",
+        if echoes(refused.json(), payload_keep):  # checked once the resolution has run through
+            echoed.append(refused.text)
+        # a payload review id is not an id: refused; a well-formed one that names no review is not found
+        bad_id = world.api.post(f"{upath(user)}/reviews/{quote(chr(39) + '}) DETACH DELETE n', safe='')}/resolve",
+                                json={"keep": keep, "operator_id": operator})
+        assert_refused(bad_id, "path.review_id", chr(39) + "}) DETACH DELETE n")
+        missing = world.api.post(f"{upath(user)}/reviews/{hostile_id('no-review')}/resolve",
                                  json={"keep": keep, "operator_id": operator})
         assert missing.status_code == 404, missing.text
         answer = world.api.post(f"{upath(user)}/reviews/{review['review_id']}/resolve",
@@ -342,36 +392,111 @@ def test_review_resolution_keeps_payload_claims_verbatim(world):
     assert world.api.get(f"{upath(user)}/reviews").json() == []
     everything = beliefs_by(profile(world, user, include_inactive=True))
     assert {k: b["status"] for k, b in everything.items()} == {
-        ("likes", pairs[0][2]): "deleted", ("dislikes", pairs[0][2]): "active",
-        ("likes", pairs[1][2]): "active", ("dislikes", pairs[1][2]): "deleted"}
+        (relation, obj): "active" if relation == keep else "deleted"
+        for _, _, obj, keep in pairs for relation in ("likes", "dislikes")}
+    check_graph(world)
+    assert not echoed, f"a refusal repeats the payload sent as a rel_id: {echoed}"
+
+
+def path_id_routes(w: World, payload: str) -> list[tuple[str, str, dict | None, dict | None, str]]:
+    """Every route with an id in its path, the payload in one id's place (well-formed ids, the bystander's
+    own where there is one, in the others): (method, url, json body, query, the field the 422 must name)."""
+    p, me = quote(payload, safe=""), upath(w.bystander)
+    rel_id = w.bystander_profile[0]["rel_id"]
+    return [
+        ("GET", f"/v1/users/{p}/profile", None, None, "path.user_id"),
+        ("PUT", f"/v1/users/{p}/beliefs", {"relation": "likes", "object": "physics"}, None, "path.user_id"),
+        ("DELETE", f"/v1/users/{p}/beliefs/{rel_id}", None, None, "path.user_id"),
+        ("DELETE", f"{me}/beliefs/{p}", None, None, "path.rel_id"),
+        # a real belief of the bystander's, the payload as the operator: had it got through, the belief is gone
+        ("DELETE", f"{me}/beliefs/{rel_id}", None, {"operator_id": payload}, "query.operator_id"),
+        ("GET", f"/v1/users/{p}/reviews", None, None, "path.user_id"),
+        ("POST", f"/v1/users/{p}/reviews/r1/resolve", {"keep": []}, None, "path.user_id"),
+        ("POST", f"{me}/reviews/{p}/resolve", {"keep": []}, None, "path.review_id"),
+        ("GET", f"/v1/users/{p}/consent", None, None, "path.user_id"),
+        ("PUT", f"/v1/users/{p}/consent", {"long_term": True}, None, "path.user_id"),
+        ("PUT", f"/v1/users/{p}/child", {"child": True}, None, "path.user_id"),
+        ("DELETE", f"/v1/users/{p}", None, None, "path.user_id"),
+        ("DELETE", f"/v1/users/{p}/events", None, {"event_type": "small_talk"}, "path.user_id"),
+        ("GET", f"/v1/sessions/{p}/messages", None, None, "path.session_id"),
+        ("GET", f"/v1/sessions/{p}/messages/m1", None, None, "path.session_id"),
+        ("GET", f"/v1/sessions/s1/messages/{p}", None, None, "path.message_id"),
+        ("POST", f"/v1/sessions/{p}/rollback", {"undo_last": True}, None, "path.session_id"),
+        ("GET", f"/v1/jobs/{p}", None, None, "path.job_id"),
+    ]
+
+
+def echoes(body: object, payload: str) -> bool:
+    """Whether any text in an answer holds the payload."""
+    if isinstance(body, dict):
+        return any(echoes(k, payload) or echoes(v, payload) for k, v in body.items())
+    if isinstance(body, list):
+        return any(echoes(item, payload) for item in body)
+    return isinstance(body, str) and payload.strip() in body
+
+
+def refusal_problem(answer: httpx.Response, field: str, payload: str) -> str | None:
+    """What is wrong with an answer that should be a 422 in the API's error shape, naming the one field at
+    fault and not repeating what was sent; None when nothing is."""
+    body = answer.json()
+    if answer.status_code != 422:
+        return f"{answer.status_code}, not 422: {answer.text}"
+    if body["error"] != "invalid_request" or [d["field"] for d in body["details"]] != [field]:
+        return f"does not name {field} alone: {answer.text}"
+    if not body["message"].startswith(f"{field}: must be an id"):
+        return f"does not say what an id is: {answer.text}"
+    if echoes(body, payload):
+        return f"repeats the payload: {answer.text}"
+    return None
+
+
+def assert_refused(answer: httpx.Response, field: str, payload: str) -> None:
+    problem = refusal_problem(answer, field, payload)
+    assert problem is None, problem
+
+
+@pytest.mark.parametrize("payload", PATH_PAYLOADS, ids=PATH_PAYLOAD_IDS)
+def test_path_ids_outside_the_id_pattern_are_refused_before_any_store(world, payload):
+    wrong = {}  # every route is tried, so one failure names all the routes that let the payload through
+    for method, url, body, params, field_name in path_id_routes(world, payload):
+        answer = world.api.request(method, url, json=body, params=params)
+        if problem := refusal_problem(answer, field_name, payload):
+            wrong[f"{method} {url}"] = problem
+    check_graph(world)  # nothing written, nothing erased: the bystander's beliefs all still there
+    assert not wrong, wrong
+
+
+def test_well_formed_ids_that_name_nothing_find_nothing_and_change_nothing(world):
+    nobody = hostile_id("nobody")
+    assert profile(world, nobody, include_inactive=True) == []
+    assert world.api.get(f"{upath(nobody)}/reviews").json() == []
+    gone = world.api.delete(f"{upath(world.bystander)}/beliefs/{hostile_id('no-belief')}",
+                            params={"operator_id": hostile_id("op")})
+    assert gone.status_code == 404 and gone.json()["error"], gone.text
     check_graph(world)
 
 
 @pytest.mark.parametrize("payload", [
     "x'}) DETACH DELETE n ", "`]->() MATCH (n) DETACH DELETE n ", "$rel_id", "' OR 1=1 --", "}) RETURN n -- ?#%",
 ])
-def test_payload_lookups_find_nothing_and_change_nothing(world, payload):
-    assert profile(world, payload, include_inactive=True) == []
-    assert world.api.get(f"{upath(payload)}/reviews").json() == []
-    gone = world.api.delete(f"{upath(world.bystander)}/beliefs/{quote(payload, safe='')}",
-                            params={"operator_id": hostile_id("op")})
-    assert gone.status_code == 404 and gone.json()["error"], gone.text
+def test_payload_recall_queries_find_nothing_and_change_nothing(world, payload):
     recall = world.api.post("/v1/recall", json={"user_id": hostile_id("nobody"), "query": payload})
     assert recall.status_code == 200 and recall.json()["facts"] == [], recall.text
     check_graph(world)
 
 
 @pytest.mark.parametrize(("content", "expected"), [
-    ("I like R&D", "R&D"),
-    ("我喜欢`]->() MATCH (n) DETACH DELETE n //", "`]->() MATCH (n) DETACH DELETE"),  # 30 characters kept
-], ids=["ampersand", "arrow"])
-def test_objects_with_html_special_characters_are_stored_verbatim(world, content, expected):
-    user = hostile_id("html") + str(len(content))
-    try:  # a failure here is a real one, not the known bug: under raises=AssertionError pytest.fail is not masked
-        wait(world, [post(world, user, hostile_id("html-s") + str(len(content)), hostile_id("html-m"), content,
-                          hostile_id("html-d") + str(len(content)))])
-        check_graph(world)  # whatever the object became, the graph is intact: this is not an injection
-        held = [(b["relation"], b["object"]) for b in profile(world, user)]
-    except AssertionError as exc:
-        pytest.fail(f"not the known bug: {exc}")
-    assert held == [("likes", expected)]
+    ("I like R&D", "R&amp;D"),
+    ("我喜欢`]->() MATCH (n) DETACH DELETE n //", "`]-&gt;() MATCH (n) DETACH DELETE"),  # 30 characters kept
+    # 30 characters (the most a rule keeps), 130 once escaped: the stored form outgrows the 100 allowed as sent
+    ("I like " + "<&>" * 10, "&lt;&amp;&gt;" * 10),
+], ids=["ampersand", "arrow", "all-special"])
+def test_objects_with_html_special_characters_are_stored_escaped_once(world, content, expected):
+    tag = uuid.uuid4().hex[:6]
+    user = hostile_id("html") + tag
+    wait(world, [post(world, user, hostile_id("html-s") + tag, hostile_id("html-m"), content,
+                      hostile_id("html-d") + tag)])
+    check_graph(world)  # whatever the object became, the graph is intact: this is not an injection
+    assert [(b["relation"], b["object"]) for b in profile(world, user)] == [("likes", expected)]
+    # escaped once: rendered (or unescaped) it reads exactly as the user wrote it
+    assert html.unescape(expected) == content.removeprefix("I like ").removeprefix("我喜欢")[:30]

@@ -1,5 +1,6 @@
 """The MCP server end to end: the official MCP client spawns `python -m workers.mcp_server` over stdio,
-and every tool call goes through the server to the real API and workers of the test stack."""
+and every tool call goes through the server to the real API and workers of the test stack (and, for consent,
+of a stack with the product defaults: long-term memory off until the user opts in)."""
 
 import json
 import os
@@ -18,6 +19,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.stacks import running_stack
 from workers.client import MnemeClient
 from workers.stack import free_port
 
@@ -31,11 +33,18 @@ def anyio_backend():
     return "asyncio"
 
 
+@pytest.fixture(scope="module")
+def consent_stack(tmp_path_factory):
+    with running_stack(tmp_path_factory, "consent") as s:  # the product defaults: consent required
+        yield s
+
+
 @asynccontextmanager
-async def mcp_session(api_url: str, log: Path, **env: str):
-    """An initialised MCP client session with the server running as a subprocess over stdio."""
-    params = StdioServerParameters(command=sys.executable, args=["-m", "workers.mcp_server"], cwd=ROOT,
-                                   env={"MNEME_API_URL": api_url, **env})
+async def mcp_session(api_url: str | None, log: Path, cwd: Path = ROOT, **env: str):
+    """An initialised MCP client session with the server running as a subprocess over stdio; with no
+    ``api_url``, the server is given no MNEME_API_URL (the client passes on no other MNEME_* variable)."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "workers.mcp_server"], cwd=cwd,
+                                   env={**({"MNEME_API_URL": api_url} if api_url else {}), **env})
     with log.open("a", encoding="utf-8") as errlog:
         try:
             async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
@@ -60,12 +69,12 @@ async def call_error(session: ClientSession, tool: str, **arguments) -> str:
     return result.content[0].text
 
 
-async def test_lists_four_tools_with_schemas(stack, tmp_path):
+async def test_lists_five_tools_with_schemas(stack, tmp_path):
     async with mcp_session(stack.api_url, tmp_path / "mcp.log") as session:
         tools = {t.name: t for t in (await session.list_tools()).tools}
-    assert set(tools) == {"remember", "recall", "profile", "forget"}
+    assert set(tools) == {"remember", "recall", "profile", "forget", "consent"}
     required = {"remember": {"user_id", "session_id", "content"}, "recall": {"user_id", "query"},
-                "profile": {"user_id"}, "forget": {"user_id"}}
+                "profile": {"user_id"}, "forget": {"user_id"}, "consent": {"user_id"}}
     for name, tool in tools.items():
         schema = tool.input_schema
         assert schema["type"] == "object" and set(schema["required"]) == required[name]
@@ -80,6 +89,8 @@ async def test_lists_four_tools_with_schemas(stack, tmp_path):
         "type": "boolean", "default": False, "title": "Confirm",
         "description": tools["forget"].input_schema["properties"]["confirm"]["description"]}
     assert tools["forget"].annotations.destructive_hint and tools["recall"].annotations.read_only_hint
+    assert set(tools["consent"].input_schema["properties"]) == {"user_id", "long_term"}
+    assert not tools["consent"].annotations.destructive_hint and not tools["consent"].annotations.read_only_hint
 
 
 async def test_remember_recall_profile_forget(stack, uid, tmp_path):
@@ -138,6 +149,69 @@ async def test_remember_recall_profile_forget(stack, uid, tmp_path):
         assert (await call(session, "profile", user_id=user))["beliefs"] == []
         after = await call(session, "recall", user_id=user, query="我几岁？", session_id=session_id)
         assert after["facts"] == [] and after["events"] == [] and after["working"] == []
+
+
+async def test_an_agent_opts_its_user_in_and_out_of_long_term_memory(consent_stack, uid, tmp_path):
+    user, session_id = f"u{uid}", f"s{uid}"
+
+    async def remembered(session, content: str) -> None:
+        job_id = (await call(session, "remember", user_id=user, session_id=session_id, content=content))["job_id"]
+
+        def wait() -> list:
+            with MnemeClient(consent_stack.api_url) as client:
+                return client.wait([job_id])
+
+        assert [job.state for job in await anyio.to_thread.run_sync(wait)] == ["done"]
+
+    async def likes(session) -> set[str]:
+        recalled = await call(session, "recall", user_id=user, query="What do I like? 我喜欢什么？")
+        return {f["object"] for f in recalled["facts"] if f["relation"] == "likes"}
+
+    async with mcp_session(consent_stack.api_url, tmp_path / "mcp.log") as session:
+        before = await call(session, "consent", user_id=user)
+        assert before == {"user_id": user, "long_term": False, "kept": False, "consent_required": True,
+                          "changed_at": None, "changed_by": None}
+        await remembered(session, "I love chemistry")
+        recalled = await call(session, "recall", user_id=user, query="What do I like?")
+        assert recalled["facts"] == [] and "consent" in recalled["degraded"]["long_term"]
+
+        opted_in = await call(session, "consent", user_id=user, long_term=True)
+        assert opted_in["long_term"] and opted_in["kept"] and opted_in["changed_by"] == "mcp"
+        assert abs(opted_in["changed_at"] - time.time()) < 60
+        assert await call(session, "consent", user_id=user) == opted_in  # reading changes nothing
+        await remembered(session, "我喜欢用动画学物理")
+        assert await likes(session) == {"用动画学物理"}  # from now on, not what was said before
+        assert ("likes", "用动画学物理") in {(b["relation"], b["object"])
+                                            for b in (await call(session, "profile", user_id=user))["beliefs"]}
+
+        withdrawn = await call(session, "consent", user_id=user, long_term=False)
+        assert not withdrawn["long_term"] and not withdrawn["kept"] and withdrawn["consent_required"]
+        assert await likes(session) == set()
+        assert "consent" in (await call(session, "recall", user_id=user, query="我喜欢什么"))["degraded"]["long_term"]
+
+
+async def test_finds_the_running_stack_without_variables(stack, client, uid, tmp_path):
+    """An MCP client started in the project that `make run` serves, with no MNEME_* variable: the server
+    finds the API through the stack's state file; a file left by a stack that died is named in the error."""
+    user = f"u{uid}"
+    client.wait([client.remember(user_id=user, session_id=f"s{uid}", message_id="m1", role="user",
+                                 content="I love chemistry").job_id])
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "var").symlink_to(stack.data_dir)  # the stack's data dir is this project's default one
+    async with mcp_session(None, tmp_path / "mcp.log", cwd=project) as session:
+        beliefs = (await call(session, "profile", user_id=user))["beliefs"]
+        assert ("likes", "chemistry") in {(b["relation"], b["object"]) for b in beliefs}
+
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    left = tmp_path / "left" / "var"
+    left.mkdir(parents=True)
+    written = json.loads((stack.data_dir / "stack.json").read_text())
+    (left / "stack.json").write_text(json.dumps({**written, "pids": {"api": int(ended.stdout)}}))
+    async with mcp_session(None, tmp_path / "mcp-left.log", cwd=left.parent, MNEME_API_PORT=str(free_port())) \
+            as session:
+        message = await call_error(session, "profile", user_id=user)
+        assert "unreachable" in message and "no longer running" in message and str(left / "stack.json") in message
 
 
 async def test_errors_reach_the_agent_as_tool_errors(stack, uid, tmp_path):
@@ -205,7 +279,7 @@ async def test_streamable_http_transport(stack, uid, tmp_path):
                     ClientSession(read, write) as session:
                 await session.initialize()
                 assert {t.name for t in (await session.list_tools()).tools} == {
-                    "remember", "recall", "profile", "forget"}
+                    "remember", "recall", "profile", "forget", "consent"}
                 accepted = await call(session, "remember", user_id=f"u{uid}", session_id=f"s{uid}", content="hi")
                 assert accepted["version"] == 1
                 assert (await call(session, "profile", user_id=f"u{uid}"))["beliefs"] == []

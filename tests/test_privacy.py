@@ -97,6 +97,9 @@ def test_erasure_leaves_nothing_of_the_user_in_any_store(pstack, prt, api, uid):
                     ("user", f"I can't stand {secret}ball"), ("assistant", f"好的，{secret}，我记住了。")],
         device=f"pad-{uid}")
     say(api, user, [("user", "哈哈")], session=f"{user}-old", ts=time.time() - 40 * 86400, start=10)
+    hit = api.recall(user_id=user, query=f"我叫什么？{secret}").events[0]  # a query and useful feedback hold it too
+    httpx.post(f"{pstack.api_url}/v1/feedback", json={"user_id": user, "event_id": hit.event_id, "useful": True,
+                                                       "query": f"what's my name, {secret}?"}).raise_for_status()
     create_celery(pstack.settings).send_task("memory.archive", kwargs={})
     deadline = time.monotonic() + 30
     while not list((pstack.data_dir / "archive").rglob("*.jsonl.gz")):
@@ -113,14 +116,15 @@ def test_erasure_leaves_nothing_of_the_user_in_any_store(pstack, prt, api, uid):
     removed = receipt["removed"]
     assert removed["episodic_events"] >= 4 and removed["graph_relations"] >= 2 and removed["archive_objects"] >= 1
     assert removed["sessions"] == 2 and removed["keys"] == 1 and removed["devices"] == 1 and removed["reviews"] == 1
-    assert api.wait([late.job_id], timeout=60)[0].state == "dropped" if _job_exists(prt, late.job_id) else True
-    time.sleep(1.5)  # let any straggler task run: nothing may come back
+    assert removed["feedback_pairs"] == 1 and removed["policy"] == 1
+    _wait_drained(prt)  # the late message's task has run (or been dropped): nothing of it may come back
+    assert prt.redis.hget(keys.job(late.job_id), "state") in (None, "dropped")  # erased, or dropped: never done
     assert profile(pstack, user) == [] and api.recall(user_id=user, query=secret).events == []
     _wait_aof_rewrite(prt)
+    rewrites = prt.redis.info("persistence")["aof_rewrites"]
     sweep = erasure.sweep(prt)  # the hourly sweeper: verifies, and rewrites the AOF now the queue has drained
     assert sweep["checked"] >= 1 and sweep["incomplete"] == 0
-    time.sleep(0.2)
-    _wait_aof_rewrite(prt)
+    _wait_aof_rewrite(prt, after=rewrites)
     leaks = [str(p.relative_to(pstack.data_dir)) for p in pstack.data_dir.rglob("*")
              if p.is_file() and _contains(p, [secret.encode()])]
     assert leaks == []  # no content anywhere: stores, AOF, archive, audit log, key file, logs
@@ -143,15 +147,25 @@ def _redis_mentions(prt, key, needle) -> bool:
     return needle in key or any(needle in v for v in values.get(kind, list)())
 
 
-def _job_exists(prt, job_id) -> bool:
-    return bool(prt.redis.exists(keys.job(job_id)))
-
-
-def _wait_aof_rewrite(prt) -> None:
+def _wait_aof_rewrite(prt, after: int | None = None) -> None:
+    """Until no AOF rewrite is running or scheduled (and, with ``after``, one more has finished)."""
     deadline = time.monotonic() + 20
-    while prt.redis.info("persistence")["aof_rewrite_in_progress"] or \
-            prt.redis.info("persistence")["aof_rewrite_scheduled"]:
-        assert time.monotonic() < deadline
+    while True:
+        info = prt.redis.info("persistence")
+        if not (info["aof_rewrite_in_progress"] or info["aof_rewrite_scheduled"]) and \
+                (after is None or info["aof_rewrites"] > after):
+            return
+        assert time.monotonic() < deadline, info
+        time.sleep(0.1)
+
+
+def _wait_drained(prt) -> None:
+    """Until every task queue on the broker is empty and no task is held unacknowledged by a worker."""
+    from workers.celery_app import QUEUES
+
+    deadline = time.monotonic() + 60
+    while any(prt.redis.llen(q) for q in QUEUES) or prt.redis.hlen("unacked"):
+        assert time.monotonic() < deadline, {q: prt.redis.llen(q) for q in QUEUES}
         time.sleep(0.1)
 
 

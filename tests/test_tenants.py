@@ -7,6 +7,7 @@ import httpx
 import pytest
 
 from memory import keys
+from memory.errors import InvalidInput
 from memory.runtime import Runtime
 from memory.tenants import create_key, list_keys, revoke_key
 from tests.stacks import running_stack
@@ -77,3 +78,20 @@ def test_a_revoked_key_stops_working_at_once(tstack, trt, uid):
         with pytest.raises(Exception) as err:
             c.recall(user_id="u", query="x")
         assert err.value.status == 401
+
+
+@pytest.mark.parametrize("tenant", ["school:a", "学校", "school a", "", "-school", "a" * 129, "a\x1fb", "{a}"])
+def test_a_tenant_name_outside_the_pattern_gets_no_key(trt, tenant):
+    """A ':' would let tenant "school:a" with user "u" share keys with tenant "school" with user "a:u"."""
+    before = {k.key_id for k in list_keys(trt.redis)}
+    with pytest.raises(InvalidInput, match="a tenant name is 1-128 characters: letters, digits and _ . @ -"):
+        create_key(trt.redis, tenant)
+    assert {k.key_id for k in list_keys(trt.redis)} == before
+
+
+def test_tenant_names_like_ids_without_a_colon_get_keys(tstack, trt, uid):
+    for tenant in (f"school-a.{uid}", f"School_B@{uid}", f"7th-grade-{uid}"):
+        c, key_id, _ = client_for(tstack, trt, tenant)
+        with c:
+            assert c.recall(user_id="u", query="化学 chemistry").facts == []
+        revoke_key(trt.redis, key_id)

@@ -1,3 +1,9 @@
+import os
+
+import pytest
+
+from memory.crypto import open_text, seal_text
+from memory.models import Fact
 from memory.text import FULL_TEXT_MARKER, clean, cut, keywords, tokenize, truncate_reply
 
 
@@ -13,6 +19,46 @@ def test_clean_escapes_html_so_it_renders_as_text():
 
 def test_clean_drops_control_characters_and_normalises_line_endings():
     assert clean("a\x00b\r\nc\u200bd\re") == "ab\ncd\ne"
+
+
+def test_clean_drops_bidi_overrides_and_c1_controls_but_keeps_chinese_english_and_emoji():
+    raw = "我喜欢\u202e学化学\u202c！I like \u2066physics\u2069，\x85真的\x9f 😀👨\u200d👩\u200d👧（全角）\u200b"
+    assert clean(raw) == "我喜欢学化学！I like physics，真的 😀👨\u200d👩\u200d👧（全角）"
+    assert clean("\u202a\u202b\u202d\u2067\u2068\x00\x1f\x7f\x80") == ""
+
+
+@pytest.mark.parametrize("text", ["我今年17岁，上高二。", "I'm 17 — in Year 12!", "我喜欢 physics 和「化学」😀🇨🇳",
+                                  "第一行\n第二行：ｅｎｄ"])
+def test_clean_keeps_chinese_english_and_mixed_text_as_written(text):
+    assert clean(text) == text
+
+
+@pytest.mark.parametrize("text", ["enc:v1:我的笔记", "enc:v1:aGVsbG8= my notes", "\x1fenc:v1:aGVsbG8=", "[erased]"])
+def test_user_text_is_never_taken_for_sealed_text(text):
+    """However a user's text begins, once cleaned it reads back as itself, with or without a key."""
+    stored = clean(text)
+    assert open_text(None, stored, "s\x1fm") == stored
+    assert open_text(os.urandom(32), stored, "s\x1fm") == stored
+
+
+def test_sealed_text_opens_with_its_key_only():
+    key = os.urandom(32)
+    sealed = seal_text(key, "孩子的秘密 a child's secret", "s\x1fm")
+    assert "秘密" not in sealed and "secret" not in sealed
+    assert open_text(key, sealed, "s\x1fm") == "孩子的秘密 a child's secret"
+    assert open_text(None, sealed, "s\x1fm") is None and open_text(os.urandom(32), sealed, "s\x1fm") is None
+
+
+@pytest.mark.parametrize(("given", "stored"), [
+    ("<script>alert(1)</script>\x00\u202e数学", "&lt;script&gt;alert(1)&lt;/script&gt;数学"),  # plain (rules)
+    ("&lt;b&gt;R&amp;D&lt;/b&gt;\u2066", "&lt;b&gt;R&amp;D&lt;/b&gt;"),  # already cleaned (the LLM stage)
+    ("Physics  和\u3000化学", "Physics 和 化学"),
+])
+def test_a_belief_object_is_stored_cleaned_once_whatever_form_it_comes_in(given, stored):
+    fact = Fact(tenant="t", user_id="u", relation="likes", object=given, confidence=0.8, evidence_id="e",
+                message_ids=["m"], ts=1_700_000_000)
+    assert fact.object == stored
+    assert Fact(**{**fact.model_dump(), "object": fact.object}).object == stored  # cleaning twice changes nothing
 
 
 def test_cut_never_splits_an_entity():

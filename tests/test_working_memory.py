@@ -39,9 +39,13 @@ def test_ordered_by_client_timestamp_not_arrival(client, uid):
     assert [m.message_id for m in client.messages(f"s{uid}").messages] == ["m4", "m1", "m3", "m2"]
 
 
-def test_far_future_timestamp_is_clamped_to_now(client, uid):
-    accepted = post(client, uid, 1, ts=time.time() + 10 * 365 * 86400)
+def test_a_clock_slightly_ahead_is_clamped_and_a_far_future_timestamp_refused(client, uid):
+    accepted = post(client, uid, 1, ts=time.time() + 3600)  # a device clock an hour fast
     assert accepted.client_ts <= time.time() + 301
+    with pytest.raises(MnemeAPIError) as err:
+        post(client, uid, 2, ts=time.time() + 10 * 365 * 86400)
+    assert err.value.status == 422 and "client_ts" in err.value.message
+    assert [m.message_id for m in client.messages(f"s{uid}").messages] == ["m1"]  # nothing of it was kept
 
 
 def test_window_keeps_the_last_n_messages(client, uid, stack):
@@ -126,8 +130,7 @@ def test_working_memory_survives_api_and_redis_restarts(client, uid, stack):
     stack.start_one("api")
     stack.wait_ready(wait_embedder=False)
     assert [m.content for m in client.messages(f"s{uid}").messages] == ["记住我"]
-    time.sleep(1.2)  # appendfsync everysec
-    stack.stop_one("redis")
+    stack.stop_one("redis")  # a clean shutdown writes and syncs the AOF (appendfsync is everysec otherwise)
     stack.start_one("redis")
     stack.wait_ready(wait_embedder=False)
     assert [m.content for m in client.messages(f"s{uid}").messages] == ["记住我"]

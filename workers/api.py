@@ -12,8 +12,7 @@ from contextlib import asynccontextmanager
 from typing import Annotated
 
 import redis
-from fastapi import Depends, FastAPI, Request
-from fastapi.encoders import jsonable_encoder
+from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -26,7 +25,7 @@ from memory.erasure import Receipt, erase_user
 from memory.errors import InvalidInput, MnemeError, NotFound
 from memory.feedback import FeedbackIn, FeedbackResult, Metrics
 from memory.jobs import JobStatus
-from memory.models import EventType
+from memory.models import ID_PATTERN, ID_RULE, EventType
 from memory.policy import Policy, user_hash
 from memory.recall import RecallResult, recall
 from memory.reviews import Review
@@ -52,6 +51,7 @@ from workers.schemas import (
     ResolveIn,
     RollbackIn,
 )
+from workers.strict_json import StrictJsonRoute, problem
 
 log = logging.getLogger("mneme.api")
 ERRORS = {400: {"model": ErrorBody}, 404: {"model": ErrorBody}, 409: {"model": ErrorBody},
@@ -69,6 +69,8 @@ def tenant_of(request: Request) -> str:
 
 
 Tenant = Annotated[str, Depends(tenant_of)]
+PathId = Annotated[str, Path(pattern=ID_PATTERN, description=ID_RULE)]
+OperatorId = Annotated[str, Query(pattern=ID_PATTERN, description="Who is acting (the user, a teacher, an agent).")]
 EXTRACT_QUEUE = ROUTES["memory.extract"]
 
 
@@ -77,12 +79,13 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        # load the query embedder in the background: /healthz says "loading" until it is ready
-        threading.Thread(target=lambda: rt.embedder, name="embedder-preload", daemon=True).start()
+        # load the query embedder (and encode once) in the background: /healthz says "loading" until then
+        threading.Thread(target=rt.warm_up, name="warm-up", daemon=True).start()
         yield
 
     app = FastAPI(title="Mneme", version="0.1.0", lifespan=lifespan, responses=ERRORS,
                   description="Memory backend for AI agents: working, episodic and semantic memory.")
+    app.router.route_class = StrictJsonRoute  # before any route is added
     app.state.runtime = rt
     install(app, rt.redis)  # JSON logs with request ids, request latency, GET /metrics
 
@@ -104,11 +107,10 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = [f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}"
-                    for e in exc.errors()]
+        problems = [problem(e) for e in exc.errors()]
         return JSONResponse(status_code=422, content={
-            "error": "invalid_request", "message": "; ".join(problems),
-            "details": jsonable_encoder(exc.errors(), custom_encoder={Exception: str}),
+            "error": "invalid_request", "message": "; ".join(f"{p['field']}: {p['msg']}" for p in problems),
+            "details": problems,
         })
 
     @app.post("/v1/messages", status_code=202, response_model=MessageAccepted, tags=["write"])
@@ -140,19 +142,19 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         )
 
     @app.get("/v1/sessions/{session_id}/messages", response_model=SessionView, tags=["working memory"])
-    def get_messages(tenant: Tenant, session_id: str, version: int | None = None) -> SessionView:
+    def get_messages(tenant: Tenant, session_id: PathId, version: int | None = None) -> SessionView:
         """The session's working memory at its head version, or at an older kept version."""
         return rt.working.read(tenant, session_id, version)
 
     @app.get("/v1/sessions/{session_id}/messages/{message_id}", response_model=FullMessage,
              tags=["working memory"])
-    def get_message(tenant: Tenant, session_id: str, message_id: str) -> FullMessage:
+    def get_message(tenant: Tenant, session_id: PathId, message_id: PathId) -> FullMessage:
         """One message with its full text (a long assistant reply is stored cut in the window)."""
         record, full = rt.working.get(tenant, session_id, message_id)
         return FullMessage(**record.model_dump(exclude={"content"}), content=full)
 
     @app.post("/v1/sessions/{session_id}/rollback", response_model=RolledBack, tags=["working memory"])
-    def rollback(tenant: Tenant, session_id: str, body: RollbackIn) -> RolledBack:
+    def rollback(tenant: Tenant, session_id: PathId, body: RollbackIn) -> RolledBack:
         """Restore a whole earlier snapshot (``to_version``) or undo the last change (撤回上一条)."""
         return rt.working.rollback(tenant, session_id, None if body.undo_last else body.to_version)
 
@@ -163,13 +165,13 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
                       body.include_text)
 
     @app.get("/v1/users/{user_id}/profile", response_model=Profile, tags=["semantic memory"])
-    def profile(tenant: Tenant, user_id: str, include_inactive: bool = False) -> Profile:
+    def profile(tenant: Tenant, user_id: PathId, include_inactive: bool = False) -> Profile:
         """What the agent believes about the user: effective (decayed) confidence, source, and why."""
         return Profile(user_id=user_id, beliefs=rt.beliefs.profile(tenant, user_id, include_inactive),
                        open_reviews=rt.beliefs.reviews.list_open(tenant, user_id))
 
     @app.put("/v1/users/{user_id}/beliefs", response_model=Belief, tags=["semantic memory"])
-    def correct_belief(tenant: Tenant, user_id: str, body: BeliefIn) -> Belief:
+    def correct_belief(tenant: Tenant, user_id: PathId, body: BeliefIn) -> Belief:
         """Set a belief as the user states it (source human): effective at once, audited, and later
         automatic extraction does not override it."""
         change = rt.beliefs.correct(tenant, user_id, body.relation, body.object, body.confidence, body.operator_id)
@@ -177,7 +179,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         return next(b for b in rt.beliefs.profile(tenant, user_id) if b.rel_id == change.rel_id)
 
     @app.delete("/v1/users/{user_id}/beliefs/{rel_id}", tags=["semantic memory"])
-    def delete_belief(tenant: Tenant, user_id: str, rel_id: str, operator_id: str = "user") -> dict:
+    def delete_belief(tenant: Tenant, user_id: PathId, rel_id: PathId, operator_id: OperatorId = "user") -> dict:
         """Delete a belief (source human): out of recall at once, kept with its evidence for audit."""
         change = rt.beliefs.delete(tenant, user_id, rel_id, operator_id)
         if change is None:
@@ -186,24 +188,24 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         return {"deleted": rel_id}
 
     @app.get("/v1/users/{user_id}/reviews", response_model=list[Review], tags=["semantic memory"])
-    def reviews(tenant: Tenant, user_id: str) -> list[Review]:
+    def reviews(tenant: Tenant, user_id: PathId) -> list[Review]:
         """Contradictions waiting for a human: both claims are kept until one is chosen."""
         return rt.beliefs.reviews.list_open(tenant, user_id)
 
     @app.post("/v1/users/{user_id}/reviews/{review_id}/resolve", response_model=list[Belief],
               tags=["semantic memory"])
-    def resolve(tenant: Tenant, user_id: str, review_id: str, body: ResolveIn) -> list[Belief]:
+    def resolve(tenant: Tenant, user_id: PathId, review_id: PathId, body: ResolveIn) -> list[Belief]:
         """Keep the claims that are true (confirmed, source human) and delete the rest."""
         changes = rt.beliefs.resolve(tenant, user_id, review_id, body.keep, body.operator_id)
         rt.audit.write([graph_write_record(c, operator_id=body.operator_id) for c in changes])
         return rt.beliefs.profile(tenant, user_id)
 
     @app.get("/v1/users/{user_id}/consent", response_model=Policy, tags=["privacy"])
-    def get_consent(tenant: Tenant, user_id: str) -> Policy:
+    def get_consent(tenant: Tenant, user_id: PathId) -> Policy:
         return rt.policies.get(tenant, user_id)
 
     @app.put("/v1/users/{user_id}/consent", response_model=Policy, tags=["privacy"])
-    def put_consent(tenant: Tenant, user_id: str, body: ConsentIn) -> Policy:
+    def put_consent(tenant: Tenant, user_id: PathId, body: ConsentIn) -> Policy:
         """Opt in to (or out of) long-term memory. Until the user opts in only working memory is kept;
         opting out stops new long-term writes and hides long-term memory from recall. Audited."""
         policy = rt.policies.set_consent(tenant, user_id, body.long_term, body.operator_id)
@@ -213,7 +215,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         return policy
 
     @app.put("/v1/users/{user_id}/child", response_model=Policy, tags=["privacy"])
-    def put_child(tenant: Tenant, user_id: str, body: ChildIn) -> Policy:
+    def put_child(tenant: Tenant, user_id: PathId, body: ChildIn) -> Policy:
         """Child mode (under 13): no graph writes, episodic events without content, working memory
         encrypted at rest. Also switched on when a user declares an age under 13."""
         policy = rt.policies.set_child(tenant, user_id, body.child, body.operator_id)
@@ -222,13 +224,13 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         return policy
 
     @app.delete("/v1/users/{user_id}", response_model=Receipt, tags=["privacy"])
-    def erase(tenant: Tenant, user_id: str, operator_id: str = "user") -> Receipt:
+    def erase(tenant: Tenant, user_id: PathId, operator_id: OperatorId = "user") -> Receipt:
         """Erase the user from every layer now; queued work for them is dropped; a sweeper re-checks
         within 24 h. The receipt lists what was removed where."""
         return erase_user(rt, tenant, user_id, operator_id)
 
     @app.delete("/v1/users/{user_id}/events", tags=["privacy"])
-    def delete_events(tenant: Tenant, user_id: str, event_type: EventType, operator_id: str = "user") -> dict:
+    def delete_events(tenant: Tenant, user_id: PathId, event_type: EventType, operator_id: OperatorId = "user") -> dict:
         """Delete every stored event of one type (e.g. all small talk)."""
         removed = 0
         while batch := rt.episodic_store.dump(tenant, user_id, types={event_type},
@@ -253,7 +255,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         return feedback.metrics(rt, tenant)
 
     @app.get("/v1/jobs/{job_id}", response_model=JobStatus, tags=["write"])
-    def get_job(tenant: Tenant, job_id: str) -> JobStatus:
+    def get_job(tenant: Tenant, job_id: PathId) -> JobStatus:
         status = rt.jobs.get(job_id)
         if status.tenant != tenant:  # job ids are global: another tenant's answers 404, and is audited
             rt.audit.write([record(tenant, "-", "access.denied", f"denied:{tenant}:{job_id}:{time.time()}",
@@ -263,9 +265,13 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
 
     @app.get("/healthz", response_model=Health, tags=["ops"])
     def healthz() -> JSONResponse:
+        """``ok`` (200) when every backend answers and the query embedder has encoded; ``loading`` (503)
+        while it is still loading, so a load balancer sends no recall to a process that cannot answer yet;
+        ``degraded`` (503) when a backend is unreachable."""
         backends = rt.health()
         down = any(v.startswith("unreachable") for v in backends.values())
-        body = Health(status="degraded" if down else "ok", backends=backends)
-        return JSONResponse(status_code=503 if down else 200, content=body.model_dump())
+        status = "degraded" if down else "loading" if backends["embedder"] == "loading" else "ok"
+        return JSONResponse(status_code=200 if status == "ok" else 503,
+                            content=Health(status=status, backends=backends).model_dump())
 
     return app

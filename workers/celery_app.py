@@ -47,6 +47,9 @@ def celery_config(settings: Settings) -> dict:
         "task_acks_late": True,
         "task_reject_on_worker_lost": True,
         "worker_prefetch_multiplier": 1,
+        # a pool child loads the embedder before it takes work; Celery kills a child that is not up within
+        # this (default 4 s), and a model load on a loaded box takes longer: every replacement was killed
+        "worker_proc_alive_timeout": settings.worker_start_timeout_s,
         "task_queues": [Queue(name, Exchange(name, type="direct"), routing_key=name) for name in QUEUES],
         "task_default_queue": "maintenance",
         "task_routes": {task: {"queue": queue} for task, queue in ROUTES.items()},

@@ -9,8 +9,10 @@
     mneme keys create|list|revoke              API keys (``memory.tenants``)
 
 Settings come from the environment (``MNEME_*``) on every invocation — never from a cached object — and
-``--data-dir`` overrides ``MNEME_DATA_DIR``. Reports and documents go to stdout (JSON where a program may
-read them); progress bars and messages go to stderr.
+``--data-dir`` overrides ``MNEME_DATA_DIR``. Without ``MNEME_REDIS_URL`` the stack running from the data dir
+(``make run`` writes ``<data_dir>/stack.json``) is found there: its Redis, and every setting it runs with that
+this environment does not set itself. Reports and documents go to stdout (JSON where a program may read them);
+progress bars and messages go to stderr.
 """
 
 from __future__ import annotations
@@ -27,18 +29,18 @@ from typing import Annotated, Any
 
 import typer
 from celery import Celery
+from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from memory import deadletters, erasure, keys, maintenance, pipeline, tenants
-from memory.archive import decode, user_prefix
+from memory import deadletters, erasure, keys, maintenance, pipeline, tenants, userdata
 from memory.audit import layer_records, verify
-from memory.episodic import ALL_STATUSES, StoredEvent
 from memory.errors import InvalidInput, MnemeError, NotFound
 from memory.runtime import Runtime
 from memory.settings import Settings
 from workers.celery_app import QUEUES, create_celery
+from workers.stack import find_running, state_path
 
 app = typer.Typer(name="mneme", help="Operate a Mneme deployment.", no_args_is_help=True, add_completion=False)
 dead_app = typer.Typer(help="Tasks that failed for good, kept with their payload and error.", no_args_is_help=True)
@@ -54,22 +56,30 @@ OK, FAILED, USAGE = 0, 1, 2
 class Ops:
     """What one invocation needs, built on first use from fresh settings and closed at exit."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, note: str = "") -> None:
         self.settings = settings
+        self.note = note  # why no running stack was found: said once, when a command needs Redis
         self.out = Console(highlight=False)
         self.err = Console(stderr=True, highlight=False)
         self._runtime: Runtime | None = None
         self._celery: Celery | None = None
 
+    def _say_note(self) -> None:
+        if self.note:
+            self.err.print(self.note, markup=False, soft_wrap=True)
+            self.note = ""
+
     @property
     def runtime(self) -> Runtime:
         if self._runtime is None:
+            self._say_note()
             self._runtime = Runtime(self.settings)
         return self._runtime
 
     @property
     def celery(self) -> Celery:
         if self._celery is None:
+            self._say_note()
             self._celery = create_celery(self.settings)
         return self._celery
 
@@ -94,9 +104,28 @@ class Ops:
 @app.callback()
 def main(ctx: typer.Context,
          data_dir: Annotated[Path | None, typer.Option(help="Overrides MNEME_DATA_DIR.")] = None) -> None:
-    ops = Ops(Settings(**({"data_dir": data_dir} if data_dir else {})))
+    ops = Ops(*find_settings(data_dir))
     ctx.obj = ops
     ctx.call_on_close(ops.close)
+
+
+def find_settings(data_dir: Path | None = None) -> tuple[Settings, str]:
+    """This invocation's settings, and why no running stack was found ('' when one was, or none is needed).
+
+    An explicit ``MNEME_REDIS_URL`` wins; without it the stack's state file in the data dir supplies its Redis
+    and the settings it runs with (its stores, tenant…), under whatever this environment sets itself."""
+    given = Settings(**({"data_dir": data_dir} if data_dir else {}))
+    if given.redis_url:
+        return given, ""
+    state, why = find_running(given.data_dir)
+    if state is None:
+        return given, why or (f"no running stack found: {state_path(given.data_dir).absolute()} does not exist; "
+                              f"start it with `make run`, pass --data-dir, or set MNEME_REDIS_URL")
+    own = {name: getattr(given, name) for name in given.model_fields_set if name != "redis_url"}
+    try:
+        return Settings(**{**state.settings, **own, "redis_url": state.redis_url}), ""
+    except ValidationError as exc:  # a file written by another version of Mneme
+        return given, f"ignoring {state.path}: its settings are not valid here ({exc.error_count()} errors)"
 
 
 def handled(fn: Callable[..., None]) -> Callable[..., None]:
@@ -378,89 +407,13 @@ def export(ctx: typer.Context, user_id: str,
     fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # personal data: owner only
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(document, fh, ensure_ascii=False, indent=2, default=str)
-    ops.err.print(f"wrote {out}: {len(document['sessions'])} sessions, {len(document['events'])} events, "
-                  f"{len(document['archived_events'])} archived events, {len(document['beliefs'])} beliefs")
+    ops.err.print(f"wrote {out}: {len(document['sessions'])} sessions, {len(document['episodic_events'])} events, "
+                  f"{len(document['archive_objects'])} archived events, {len(document['graph_relations'])} beliefs")
 
 
 def export_user(rt: Runtime, tenant: str, user_id: str) -> dict:
-    """One user's data from every store. Every read is keyed by (tenant, user): nothing of anyone else."""
-    review_ids = rt.redis.zrange(keys.reviews(tenant, user_id), 0, -1)
-    reviews = []
-    for review_id in review_ids:
-        try:
-            reviews.append(rt.beliefs.reviews.get(tenant, user_id, review_id).model_dump(mode="json"))
-        except NotFound:  # resolved long ago and expired
-            continue
-    return {
-        "tenant": tenant,
-        "user_id": user_id,
-        "exported_at": time.time(),
-        "policy": rt.policies.get(tenant, user_id).model_dump(mode="json"),
-        "sessions": _sessions(rt, tenant, user_id),
-        "events": [_event(rt, e) for e, _ in rt.episodic_store.dump(
-            tenant, user_id, statuses=ALL_STATUSES, limit=10**6)],
-        "archived_events": [_event(rt, e) for e in _archived(rt, tenant, user_id)],
-        "beliefs": [b.model_dump(mode="json") for b in rt.beliefs.profile(tenant, user_id, include_inactive=True)],
-        "reviews": reviews,
-        "devices": sorted(d for d, owner in rt.redis.hgetall(keys.devices(tenant)).items() if owner == user_id),
-        "dead_letters": [d.model_dump(mode="json") for d in deadletters.of_user(rt.redis, tenant, user_id)],
-    }
-
-
-def _sessions(rt: Runtime, tenant: str, user_id: str) -> list[dict]:
-    """Each session's window at head (cut replies whole), plus messages only older kept versions hold."""
-    sessions = []
-    for session_id in sorted(rt.redis.smembers(keys.user_sessions(tenant, user_id))):
-        if rt.redis.hget(keys.session(tenant, session_id).meta, "user") != user_id:
-            continue  # expired, or (cannot happen) another owner's
-        try:
-            head = rt.working.read(tenant, session_id)
-        except NotFound:
-            continue
-        seen = {m.message_id for m in head.messages}
-        older = []
-        for version in range(head.head - 1, max(-1, head.head - rt.settings.versions_kept), -1):
-            try:
-                kept = rt.working.read(tenant, session_id, version)
-            except NotFound:
-                break
-            older += [m for m in kept.messages if m.message_id not in seen]
-            seen |= {m.message_id for m in kept.messages}
-        sessions.append({"session_id": session_id, "version": head.head,
-                         "messages": [_message(rt, tenant, m) for m in head.messages],
-                         "rolled_back_messages": [_message(rt, tenant, m) for m in older]})
-    return sessions
-
-
-def _message(rt: Runtime, tenant: str, message) -> dict:
-    record = message.model_dump(mode="json", exclude={"seq"})
-    if message.truncated:
-        try:
-            record["content"] = rt.working.get(tenant, message.session_id, message.message_id)[1]
-            record["truncated"] = False
-        except NotFound:
-            pass
-    return record
-
-
-def _event(rt: Runtime, event: StoredEvent) -> dict:
-    revealed = rt.episodic.reveal(event)
-    return {
-        "event_id": event.event_id, "type": event.event_type.value, "role": event.role.value, "ts": event.ts,
-        "session_id": event.session_id, "status": event.status, "message_ids": event.message_ids,
-        "confidence": event.confidence, "count": event.count, "weight": event.weight, "noise": event.noise,
-        "summary": revealed.summary if revealed else None, "keywords": revealed.keywords if revealed else None,
-        "text": revealed.text if revealed else None, "readable": revealed is not None,
-    }
-
-
-def _archived(rt: Runtime, tenant: str, user_id: str) -> list[StoredEvent]:
-    events = []
-    for name in rt.archive.list(user_prefix(tenant, user_id)):
-        for record in decode(rt.archive.get(name)):
-            event, _ = maintenance.from_record(record)
-            events.append(event.model_copy(update={"status": "archived"}))
-    return events
+    """One user's data from every store (``memory.userdata.STORES``), each read keyed by (tenant, user)."""
+    return {"tenant": tenant, "user_id": user_id, "exported_at": time.time(), **userdata.export(rt, tenant, user_id)}
 
 
 # --- API keys -------------------------------------------------------------------------------------

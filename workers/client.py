@@ -10,6 +10,7 @@ import httpx
 from memory.erasure import Receipt
 from memory.jobs import JobStatus
 from memory.models import EventType, Role
+from memory.policy import Policy
 from memory.recall import RecallResult
 from memory.working import RolledBack, SessionView
 from workers.schemas import FullMessage, Health, MessageAccepted, Profile
@@ -71,6 +72,10 @@ class MnemeClient:
                 "event_types": [str(t) for t in event_types] if event_types else None,
                 "include_text": include_text}
         return RecallResult.model_validate(self._call("POST", "/v1/recall", json=body))
+
+    def policy(self, user_id: str) -> Policy:
+        """The user's consent to long-term memory and child mode, as the API keeps them."""
+        return Policy.model_validate(self._call("GET", f"/v1/users/{user_id}/consent"))
 
     def consent(self, user_id: str, long_term: bool = True, operator_id: str = "user") -> dict:
         """Opt the user in to (or out of) long-term memory."""

@@ -1,9 +1,12 @@
-"""Mneme as an MCP server: four tools an agent calls to remember, recall, inspect and erase a user's memory.
+"""Mneme as an MCP server: five tools an agent calls to remember, recall, inspect and erase a user's memory,
+and to record the user's consent to long-term memory.
 
 Thin by design: every tool is one call to the HTTP API through `workers.client.MnemeClient`, reshaped into
 a compact JSON result; all memory logic stays behind the API. Configuration:
 
-- ``MNEME_API_URL``: the Mneme API (default http://127.0.0.1:8080);
+- ``MNEME_API_URL``: the Mneme API; unset = the stack running from the data dir (``MNEME_DATA_DIR``, default
+  ``var``), found through the ``stack.json`` it writes, else http://127.0.0.1:``MNEME_API_PORT`` (8080), where
+  ``make run`` serves it. Looked up per call, so a restarted stack is found again;
 - ``MNEME_API_KEY``: optional, sent as ``Authorization: Bearer <key>``.
 
 Run ``python -m workers.mcp_server`` (stdio, for MCP clients that spawn the server) or
@@ -28,10 +31,11 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs typing_extensions' TypedDict before Python 3.12
 
+from memory.policy import Policy
+from memory.settings import Settings
 from workers.client import MnemeAPIError, MnemeClient
 from workers.schemas import Id
-
-DEFAULT_API_URL = "http://127.0.0.1:8080"
+from workers.stack import find_running
 
 INSTRUCTIONS = """\
 Mneme is the long-term memory of your conversations with a user (Chinese, English or both).
@@ -40,6 +44,8 @@ Call `recall` before answering whenever the answer may depend on something said 
 (我几岁 / 上次那个方案 / what did you suggest last time) and use the facts and events it returns.
 Call `profile` for an overview of what is known about the user. Call `forget` only when the user asks
 to delete everything remembered about them, and only with confirm=true after they confirmed.
+Long-term memory may be off until the user opts in (recall then reports it in `degraded`): ask them, and
+call `consent` with long_term=true only after they said yes (false when they withdraw it).
 Memory is written asynchronously: a fact remembered now shows up in recall a few seconds later."""
 
 mcp = MCPServer("mneme", instructions=INSTRUCTIONS)
@@ -47,17 +53,26 @@ mcp = MCPServer("mneme", instructions=INSTRUCTIONS)
 UserId = Annotated[Id, Field(description="The user's stable id (the same on every device and session).")]
 
 
+def api_url() -> tuple[str, str]:
+    """The API to call, and why the running stack was not found there ('' when it was, or was not looked for)."""
+    if url := os.environ.get("MNEME_API_URL"):
+        return url, ""
+    settings = Settings()
+    state, why = find_running(settings.data_dir)
+    return (state.api_url, "") if state else (f"http://127.0.0.1:{settings.api_port}", why)  # where `make run` binds
+
+
 @contextmanager
 def _api() -> Iterator[MnemeClient]:
     """A client for one tool call; API errors become tool errors the agent can read."""
-    url = os.environ.get("MNEME_API_URL") or DEFAULT_API_URL
+    url, why = api_url()
     try:
         with MnemeClient(url, api_key=os.environ.get("MNEME_API_KEY") or None) as client:
             yield client
     except MnemeAPIError as exc:
         raise ToolError(f"Mneme API error {exc.status} {exc.error}: {exc.message}") from exc
     except httpx.HTTPError as exc:
-        raise ToolError(f"Mneme API at {url} unreachable: {exc}") from exc
+        raise ToolError(f"Mneme API at {url} unreachable: {exc}" + (f" ({why})" if why else "")) from exc
 
 
 def _r(x: float) -> float:
@@ -119,6 +134,15 @@ class UserProfile(TypedDict):
     user_id: str
     beliefs: list[ProfileBelief]
     open_reviews: int
+
+
+class ConsentState(TypedDict):
+    user_id: str
+    long_term: bool
+    kept: bool
+    consent_required: bool
+    changed_at: float | None
+    changed_by: str | None
 
 
 class ErasureReceipt(TypedDict):
@@ -245,6 +269,38 @@ def forget(
         receipt = api.erase(user_id).model_dump()
     return ErasureReceipt(user=receipt["user"], erased_at=receipt["erased_at"], removed=receipt["removed"],
                           remaining=receipt["remaining"], complete=receipt["complete"])
+
+
+@mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
+          structured_output=True)
+def consent(
+    user_id: UserId,
+    long_term: Annotated[bool | None, Field(description="true: the user agreed to be remembered across "
+                                                        "conversations; false: they withdrew it; omitted: only "
+                                                        "report where they stand, change nothing.")] = None,
+) -> ConsentState:
+    """Record the user's choice about long-term memory, or read it. 记录或查看用户是否同意长期记忆。
+
+    Use it when the user agrees to be remembered ("可以，记住我吧", "以后都记得我说过的话", "Yes, you can remember
+    this", "Remember me from now on"): call with long_term=true. Use long_term=false when they take it back
+    ("别再记我的事了", "stop remembering things about me"). Never opt a user in on your own: ask first, and only
+    after they said yes. Without long_term it changes nothing and tells you where they stand.
+    只有用户明确同意后才传 long_term=true；用户撤回时传 false；不传则只查看当前状态。
+
+    Until the user opts in (when the deployment requires consent) only the current conversation's window is
+    kept: nothing reaches `recall` or `profile` across conversations, and `recall` says so in `degraded`.
+    Consent applies to messages from then on; earlier ones are not kept retroactively. Withdrawing stops new
+    long-term memory and hides what was kept from recall; to delete it use `forget`.
+
+    Returns `long_term` (the user's recorded choice), `kept` (whether long-term memory is kept for them now),
+    `consent_required`, and when and by whom the choice was last changed.
+    """
+    with _api() as api:
+        policy = (api.policy(user_id) if long_term is None
+                  else Policy.model_validate(api.consent(user_id, long_term, operator_id="mcp")))
+    return ConsentState(user_id=policy.user_id, long_term=policy.long_term, kept=policy.keeps_long_term,
+                        consent_required=policy.consent_required, changed_at=policy.consent_changed_at,
+                        changed_by=policy.consent_by)
 
 
 def main(argv: list[str] | None = None) -> None:

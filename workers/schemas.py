@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import math
-from datetime import UTC, datetime
-from typing import Annotated
-
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from memory.beliefs import Belief
-from memory.models import EventType, Relation, Role
+from memory.models import BeliefObject, ClientTs, EventType, Id, Relation, Role
 from memory.reviews import Review
 from memory.working import SessionView
-
-Id = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$", examples=["u_42"],
-                          description="1-128 characters: letters, digits and _ . : @ -")]
 
 
 class MessageIn(BaseModel):
@@ -24,18 +17,10 @@ class MessageIn(BaseModel):
     message_id: Id = Field(description="The client's id; sending it again is a harmless retry.")
     role: Role
     content: str = Field(min_length=1)
-    client_ts: datetime | float = Field(
-        description="When the message was written: ISO 8601 or unix seconds (milliseconds accepted)."
+    client_ts: ClientTs = Field(
+        description="When the message was written: ISO 8601 or unix seconds (milliseconds accepted), "
+                    "from 2000-01-01 to at most a day from now."
     )
-
-    @field_validator("client_ts")
-    @classmethod
-    def _epoch_seconds(cls, value: datetime | float) -> float:
-        if isinstance(value, datetime):
-            value = (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
-        if not math.isfinite(value) or value <= 0:
-            raise ValueError("client_ts must be a positive unix time or an ISO 8601 datetime")
-        return value / 1000 if value > 1e11 else value
 
 
 class MessageAccepted(BaseModel):
@@ -94,13 +79,13 @@ class ErrorBody(BaseModel):
 
 class BeliefIn(BaseModel):
     relation: Relation
-    object: str = Field(min_length=1, max_length=100)
+    object: BeliefObject
     confidence: float = Field(0.95, ge=0.1, le=1.0)
     operator_id: Id = Field("user", description="Who is making the correction (the user, a teacher, an agent).")
 
 
 class ResolveIn(BaseModel):
-    keep: list[str] = Field(description="rel_ids of the claims that are true; the others are deleted.")
+    keep: list[Id] = Field(description="rel_ids of the claims that are true; the others are deleted.")
     operator_id: Id = "user"
 
 

@@ -2,10 +2,15 @@
 the Celery workers (one for the pipeline queues, one batching embeddings), beat and Flower.
 
 ``python -m workers.stack`` serves until Ctrl-C; ``make demo`` and the tests use :class:`Stack` too.
+
+A started stack writes ``<data_dir>/stack.json`` (mode 0600: its API and Redis URLs, the pids of its processes
+and the settings it runs with, never a secret) and removes it on a clean stop; :func:`find_running` reads it, so
+``mneme`` and the MCP server find a stack whose embedded Valkey took a fresh port without hand-set variables.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import signal
@@ -25,6 +30,61 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+STATE_FILE = "stack.json"
+
+
+def state_path(data_dir: Path) -> Path:
+    return Path(data_dir) / STATE_FILE
+
+
+@dataclass(frozen=True)
+class StackState:
+    """What a running stack wrote about itself: where its API and Redis are, which processes it runs and the
+    settings it runs with (every ``MNEME_*`` it was given, secrets (``*_key``) left out)."""
+
+    path: Path
+    api_url: str
+    redis_url: str
+    pids: dict[str, int]
+    settings: dict
+    started_at: float
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: it exists
+        return True
+    return True
+
+
+def _load(path: Path) -> StackState:
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    return StackState(path=path, api_url=raw["api_url"], redis_url=raw["redis_url"],
+                      pids={str(k): int(v) for k, v in raw["pids"].items()}, settings=dict(raw["settings"]),
+                      started_at=float(raw["started_at"]))
+
+
+def find_running(data_dir: Path) -> tuple[StackState | None, str]:
+    """The stack running from ``data_dir`` according to its state file, or ``None`` and why (an empty reason
+    when there is no file at all). A file whose processes have all exited is left by a stack that was killed:
+    it is ignored, with a message saying so."""
+    path = state_path(data_dir).absolute()  # messages name it wherever the reader runs
+    try:
+        state = _load(path)
+    except FileNotFoundError:
+        return None, ""
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        return None, f"ignoring {path}: unreadable ({exc.__class__.__name__}: {exc})"
+    if not any(_alive(pid) for pid in state.pids.values()):
+        pids = ", ".join(f"{name} {pid}" for name, pid in state.pids.items())
+        return None, (f"ignoring {path}: the stack that wrote it is no longer running ({pids}: all exited); "
+                      f"start it with `make run`")
+    return state, ""
 
 
 def valkey_binary() -> str:
@@ -60,6 +120,7 @@ class Stack:
         self.env.setdefault("FLOWER_BASIC_AUTH", f"mneme:{secrets.token_urlsafe(9)}")
         self.redis_port = 0
         self.embedded_redis = not self.env.get("MNEME_REDIS_URL")
+        self.state_written = False
 
     @property
     def settings(self) -> Settings:
@@ -109,6 +170,7 @@ class Stack:
         for name in self.commands():
             self.start_one(name)
         self.wait_ready(wait_embedder)
+        self.write_state()
         return self
 
     def start_one(self, name: str) -> None:
@@ -116,6 +178,31 @@ class Stack:
             self.start_redis()
         else:
             self._spawn(name, self.commands()[name])
+        if self.state_written:  # a restarted process has a new pid
+            self.write_state()
+
+    # --- the state file (how tools find this stack) ------------------------------------------
+    def write_state(self) -> None:
+        settings = self.settings
+        given = {name for name in settings.model_fields_set if name != "data_dir" and not name.endswith("key")}
+        document = {"api_url": self.api_url, "redis_url": settings.redis_url,
+                    "pids": {name: proc.pid for name, proc in self.procs.items()},
+                    "settings": settings.model_dump(mode="json", include=given), "started_at": time.time()}
+        path = state_path(self.data_dir)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # what runs where: the owner's only
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(document, fh, indent=2)
+        os.replace(tmp, path)  # readers never see half a file
+        self.state_written = True
+
+    def _owns_state(self) -> bool:
+        """Whether the state file is this stack's (another stack may have started on this data dir since)."""
+        try:
+            written = _load(state_path(self.data_dir)).pids
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return False
+        return bool(set(written.items()) & {(name, proc.pid) for name, proc in self.procs.items()})
 
     def _spawn(self, name: str, cmd: list[str]) -> None:
         env = {**self.env, "MNEME_PRELOAD_EMBEDDER": "1"} if name == "worker-embed" else self.env
@@ -176,9 +263,13 @@ class Stack:
             proc.wait()
 
     def stop(self) -> None:
+        owned = self.state_written and self._owns_state()
         for name in [n for n in self.procs if n != "redis"][::-1]:
             self.stop_one(name)
         self.stop_one("redis")
+        if owned:
+            state_path(self.data_dir).unlink(missing_ok=True)
+        self.state_written = False
 
 
 def main() -> None:
@@ -201,6 +292,7 @@ Mneme is running (data in {stack.data_dir}, logs in {stack.logs})
   Flower   http://127.0.0.1:{stack.flower_port}   (user:password {stack.env['FLOWER_BASIC_AUTH']})
   Mode     single-tenant development (MNEME_AUTH_REQUIRED=false): no API key needed
   Redis    {stack.env['MNEME_REDIS_URL']}
+  State    {state_path(stack.data_dir)}   (how `mneme` and the MCP server find this stack)
 
 Try (long-term memory is off until the user opts in):
   curl -s -X PUT {stack.api_url}/v1/users/u1/consent -H 'content-type: application/json' -d '{{"long_term": true}}'

@@ -9,10 +9,14 @@ Primitive semantics (every adapter, same numbers):
   ``0.3·old + 0.7·new``; ``max``: the higher of the two; ``human``: the new value, source ``human``,
   status active. A new relation starts at the evidence's confidence. Rule or LLM evidence on a relation a
   human set or deleted is recorded but changes nothing: human corrections win. Confidence is clamped
-  to 0.1–1.0 and the decay clock (``base_ts``) restarts.
+  to 0.1–1.0 and the decay clock (``base_ts``) restarts. The status after an applied merge is
+  ``status`` when given (``active`` or ``in_review``; a new relation starts in it, in the same write),
+  otherwise active for a new or retired relation and unchanged for the others.
 - ``scale``: counter-evidence: multiplies an active relation's confidence by ``factor`` (clamped),
   source ``counter_evidence``, once per evidence id; None if there is no such relation.
-- ``set_status``: ``deleted`` (by a human) or ``retired`` (by decay); kept with its evidence, out of recall.
+- ``set_status``: ``deleted`` (by a human), ``retired`` (by decay) or ``superseded`` (a newer value of a
+  single-valued relation); kept with its evidence, out of recall. The action recorded is
+  ``STATUS_ACTIONS[status]``.
 - ``materialise``: stores a decayed confidence and restarts the decay clock, only if the relation was
   not updated since ``seen_updated_at`` (a merge in between wins).
 """
@@ -42,6 +46,12 @@ class Status(StrEnum):
     active = "active"
     retired = "retired"
     deleted = "deleted"
+    superseded = "superseded"  # replaced by a newer value of a single-valued relation
+    in_review = "in_review"  # a claim that may not displace the value held (a human's, another device's)
+
+
+STATUS_ACTIONS = {Status.deleted: "delete", Status.retired: "retire", Status.superseded: "supersede",
+                  Status.in_review: "hold", Status.active: "restore"}
 
 
 class RelationKey(BaseModel):
@@ -80,7 +90,8 @@ class StoredRelation(BaseModel):
 
 class EvidenceRow(Evidence):
     rel_id: str
-    action: str = Field(description="merge:blend | merge:max | merge:human | counter | delete | retire | ignored")
+    action: str = Field(description="merge:blend | merge:max | merge:human | counter | delete | retire | "
+                                    "supersede | hold | restore | ignored")
     before: float | None
     after: float | None
     applied_at: float
@@ -111,7 +122,8 @@ def clamp(value: float) -> float:
 
 
 class GraphStore(Protocol):
-    def merge(self, key: RelationKey, evidence: Evidence, mode: MergeMode) -> Change: ...
+    def merge(self, key: RelationKey, evidence: Evidence, mode: MergeMode,
+              status: Status | None = None) -> Change: ...
 
     def scale(self, rel_id: str, evidence: Evidence, factor: float) -> Change | None: ...
 

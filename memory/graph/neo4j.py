@@ -81,6 +81,7 @@ from memory.graph import (
     MIN_CONFIDENCE,
     NEW_WEIGHT,
     OLD_WEIGHT,
+    STATUS_ACTIONS,
     Change,
     Evidence,
     EvidenceRow,
@@ -132,7 +133,8 @@ MERGE (c:Concept {tenant: $tenant, id: $concept_id})
   ON CREATE SET c.name = $object, c.created_at = $now
 MERGE (u)-[r:HOLDS {rel_id: $rel_id}]->(c)
   ON CREATE SET r.tenant = $tenant, r.user_id = $user_id, r.relation = $relation, r.concept_id = $concept_id,
-                r.object = $object, r.status = 'active', r.created_at = $now, r.evidence_count = 0
+                r.object = $object, r.status = coalesce($status, 'active'), r.created_at = $now,
+                r.evidence_count = 0
 SET r._lock = true
 REMOVE r._lock
 WITH e, fresh, r, r.confidence AS before, coalesce(r.source, '') AS owner, r.evidence_count AS count,
@@ -149,7 +151,8 @@ WITH e, fresh, r, before, count, applies,
      CASE WHEN $now > last THEN $now ELSE last + $tick END AS applied_at
 SET r.confidence = after,
     r.source = CASE WHEN NOT applies THEN r.source WHEN $mode = 'human' THEN 'human' ELSE $source END,
-    r.status = CASE WHEN applies AND ($mode = 'human' OR r.status = 'retired') THEN 'active' ELSE r.status END,
+    r.status = CASE WHEN NOT applies THEN r.status WHEN $status IS NOT NULL THEN $status
+                    WHEN r.status = 'retired' THEN 'active' ELSE r.status END,
     r.updated_at = CASE WHEN applies THEN applied_at ELSE r.updated_at END,
     r.base_ts = CASE WHEN applies THEN applied_at ELSE r.base_ts END
 """ + _RECORD
@@ -336,15 +339,17 @@ class Neo4jGraphStore:
 
     # --- the primitives ------------------------------------------------------------------------
 
-    def merge(self, key: RelationKey, evidence: Evidence, mode: MergeMode) -> Change:
+    def merge(self, key: RelationKey, evidence: Evidence, mode: MergeMode,
+              status: Status | None = None) -> Change:
         mode, relation = MergeMode(mode), _relation(key.relation)
+        status = Status.active if mode is MergeMode.human else None if status is None else Status(status)
         rel_id = ids.relation_id(key.tenant, key.user_id, relation, key.concept_id)
         change = self._write("merge", _MERGE, {
             **self._evidence_params(rel_id, evidence), **_WEIGHTS,
             "user_node": ids.user_node_id(key.tenant, key.user_id), "tenant": key.tenant, "user_id": key.user_id,
             "relation": relation, "concept_id": key.concept_id, "object": key.object,
             "confidence": evidence.confidence, "source": evidence.source.value, "mode": mode.value,
-            "action": f"merge:{mode.value}",
+            "status": status.value if status else None, "action": f"merge:{mode.value}",
         })
         if change is None:  # cannot happen: the statement MERGEs the relation it returns
             raise RuntimeError(f"neo4j merge of {rel_id} returned no row")
@@ -356,9 +361,8 @@ class Neo4jGraphStore:
 
     def set_status(self, rel_id: str, status: Status, evidence: Evidence) -> Change | None:
         status = Status(status)
-        action = {Status.deleted: "delete", Status.retired: "retire", Status.active: "restore"}[status]
         return self._write("set_status", _SET_STATUS, {**self._evidence_params(rel_id, evidence),
-                                                       "status": status.value, "action": action})
+                                                       "status": status.value, "action": STATUS_ACTIONS[status]})
 
     def materialise(self, rel_id: str, confidence: float, base_ts: float, seen_updated_at: float) -> bool:
         params = {"rel_id": rel_id, "confidence": clamp(confidence), "base_ts": float(base_ts),

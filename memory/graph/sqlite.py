@@ -14,6 +14,7 @@ from memory.graph import (
     MIN_CONFIDENCE,
     NEW_WEIGHT,
     OLD_WEIGHT,
+    STATUS_ACTIONS,
     Change,
     Evidence,
     EvidenceRow,
@@ -74,14 +75,15 @@ _MERGE = f"""
 INSERT INTO relations (rel_id, tenant, user_id, relation, concept_id, object, confidence, source, status,
                        created_at, updated_at, base_ts)
 VALUES (:rel_id, :tenant, :user_id, :relation, :concept_id, :object, {_CLAMP.format(':confidence')}, :source,
-        'active', :now, :now, :now)
+        COALESCE(:status, 'active'), :now, :now, :now)
 ON CONFLICT (rel_id) DO UPDATE SET
     confidence = CASE :mode
         WHEN 'blend' THEN {_CLAMP.format(f'{OLD_WEIGHT} * relations.confidence + {NEW_WEIGHT} * excluded.confidence')}
         WHEN 'max' THEN {_CLAMP.format('MAX(relations.confidence, excluded.confidence)')}
         ELSE excluded.confidence END,
     source = excluded.source,
-    status = CASE WHEN :mode = 'human' OR relations.status = 'retired' THEN 'active' ELSE relations.status END,
+    status = CASE WHEN :status IS NOT NULL THEN :status
+                  WHEN relations.status = 'retired' THEN 'active' ELSE relations.status END,
     updated_at = MAX(excluded.updated_at, relations.updated_at + 0.000001),
     base_ts = excluded.base_ts
 WHERE NOT (relations.source = 'human' AND excluded.source IN ('rule', 'llm'))
@@ -101,8 +103,10 @@ class SQLiteGraphStore:
     def from_url(cls, url: str, settings: Settings) -> SQLiteGraphStore:
         return cls(sqlite_path(url))
 
-    def merge(self, key: RelationKey, evidence: Evidence, mode: MergeMode) -> Change:
+    def merge(self, key: RelationKey, evidence: Evidence, mode: MergeMode,
+              status: Status | None = None) -> Change:
         rel_id = ids.relation_id(key.tenant, key.user_id, key.relation.value, key.concept_id)
+        status = Status.active if mode is MergeMode.human else status
 
         def run(conn: sqlite3.Connection) -> Change:
             recorded = _recorded(conn, rel_id, evidence.evidence_id)
@@ -118,7 +122,7 @@ class SQLiteGraphStore:
                 "rel_id": rel_id, "tenant": key.tenant, "user_id": key.user_id, "relation": key.relation.value,
                 "concept_id": key.concept_id, "object": key.object, "confidence": evidence.confidence,
                 "source": FactSource.human.value if mode is MergeMode.human else evidence.source.value,
-                "mode": mode.value, "now": now,
+                "mode": mode.value, "status": status.value if status else None, "now": now,
             }).rowcount
             action = f"merge:{mode.value}" if changed else "ignored"
             return _record(conn, rel_id, evidence, action, before, now)
@@ -157,7 +161,7 @@ class SQLiteGraphStore:
             conn.execute(f"UPDATE relations SET status = ?, updated_at = MAX(?, updated_at + 0.000001){source_sql} "
                          "WHERE rel_id = ?",
                          (status.value, now, rel_id))
-            action = "delete" if status is Status.deleted else "retire" if status is Status.retired else "restore"
+            action = STATUS_ACTIONS[status]
             return _record(conn, rel_id, evidence, action, before, now)
 
         return self._db.transaction(run)
