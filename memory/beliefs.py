@@ -12,6 +12,9 @@ evidence means:
 - a claim and its opposite on the same concept (likes ↔ dislikes, mastery ↔ learning_obstacle): the
   older one gets counter-evidence; for preferences both are kept and a review is opened;
 - a human's correction or deletion wins over later rule and LLM evidence;
+- a message taken back (撤回, ``retract``) stops being evidence: a belief it alone held retires (and a value
+  it had superseded is restored); a belief other messages hold too stays, without it as provenance, its
+  confidence as blended (evidence blends in order, so its share cannot be taken back out exactly);
 - confidence decays at read time, ``stored × 0.5^(age/half-life)`` by relation category; the nightly
   ``decay`` materialises it and retires beliefs that fell under ``retire_below``.
 """
@@ -42,6 +45,8 @@ from memory.settings import Settings
 from memory.vocabulary import decayed, half_life_days, spec
 
 HUMAN_CONFIRMED = 0.95
+RETRACTED = "retract:"  # the evidence id prefix of a message taken back
+CLAIMS = (FactSource.rule, FactSource.llm, FactSource.human)
 
 
 class Belief(BaseModel):
@@ -209,6 +214,49 @@ class Beliefs:
         self.reviews.close(review, keep, operator_id)
         return [c for c in changes if c is not None]
 
+    # --- a message taken back ------------------------------------------------------------------
+    def retract(self, tenant: str, user_id: str, message_ids: Sequence[str]) -> list[Change]:
+        """The messages are no longer evidence. A belief held only by them retires (a later message saying
+        it again brings it back); a value one of them superseded is active again; any other belief they
+        supported records that they were taken back, so they are no longer its provenance. Idempotent."""
+        gone = set(message_ids)
+        relations = self.store.relations(tenant, user_id, statuses=list(Status))
+        rows: dict[str, list[EvidenceRow]] = {}
+        for row in self.store.evidence([r.rel_id for r in relations]):
+            rows.setdefault(row.rel_id, []).append(row)
+        changes: list[Change | None] = []
+        retired_by: set[str] = set()  # evidence ids of the claims that retire now
+        for rel in relations:
+            evidence = rows.get(rel.rel_id, [])
+            claims = [r for r in evidence if r.source in CLAIMS and r.action != "ignored"]
+            mine = sorted({m for r in claims for m in r.message_ids} & gone)
+            if not mine or rel.status not in (Status.active, Status.in_review):
+                continue
+            already = {m for r in evidence if r.evidence_id.startswith(RETRACTED) for m in r.message_ids}
+            if set(mine) <= already:
+                continue
+            note = f"message {', '.join(mine)} taken back (撤回)"
+            if all(r.message_ids and set(r.message_ids) <= gone | already for r in claims):
+                retired_by |= {r.evidence_id for r in claims}
+                changes.append(self.store.set_status(rel.rel_id, Status.retired, self._retraction(
+                    mine, f"{note}: nothing else supports it")))
+            else:
+                changes.append(self.store.set_status(rel.rel_id, rel.status, self._retraction(
+                    mine, f"{note}: no longer evidence; other messages still support it")))
+        for rel in relations:  # the value a retired claim had replaced is the user's again
+            superseded = [r for r in rows.get(rel.rel_id, []) if r.action == "supersede"]
+            if rel.status is Status.superseded and superseded and superseded[-1].evidence_id in retired_by:
+                changes.append(self.store.set_status(rel.rel_id, Status.active, self._retraction(
+                    sorted(set(superseded[-1].message_ids) & gone),
+                    f"restored: the claim that replaced it (message "
+                    f"{', '.join(superseded[-1].message_ids)}) was taken back (撤回)")))
+        return [c for c in changes if c is not None]
+
+    @staticmethod
+    def _retraction(message_ids: list[str], note: str) -> Evidence:
+        return Evidence(evidence_id=RETRACTED + "+".join(message_ids), source=FactSource.counter_evidence,
+                        confidence=0.0, message_ids=message_ids, ts=time.time(), note=note)
+
     # --- reading -----------------------------------------------------------------------------
     def profile(self, tenant: str, user_id: str, include_inactive: bool = False,
                 now: float | None = None) -> list[Belief]:
@@ -228,13 +276,15 @@ class Beliefs:
         steps = [_step(row) for row in rows]
         if rel.status is Status.active and age_days >= 0.01:
             steps.append(f"decayed {age_days:.1f} d at a half-life of {half_life:g} d → {effective:.2f}")
-        supporting = [r for r in rows if r.source in (FactSource.rule, FactSource.llm, FactSource.human)]
+        taken_back = {m for r in rows if r.evidence_id.startswith(RETRACTED) for m in r.message_ids}
+        supporting = [r for r in rows
+                      if r.source in CLAIMS and not (r.message_ids and set(r.message_ids) <= taken_back)]
         return Belief(
             rel_id=rel.rel_id, subject=rel.user_id, relation=rel.relation, category=spec(rel.relation).category,
             object=rel.object, concept_id=rel.concept_id, confidence=round(effective, 4),
             stored_confidence=rel.confidence, half_life_days=half_life, source=rel.source, status=rel.status,
             updated_at=rel.updated_at,
-            message_ids=list(dict.fromkeys(m for r in supporting for m in r.message_ids)),
+            message_ids=list(dict.fromkeys(m for r in supporting for m in r.message_ids if m not in taken_back)),
             event_ids=list(dict.fromkeys(r.evidence_id for r in supporting if r.source is not FactSource.human)),
             devices=sorted({r.device_id for r in supporting if r.device_id}),
             why="; ".join(steps),
@@ -292,6 +342,8 @@ def _devices_of(rows: list[EvidenceRow]) -> dict[str, set[str]]:
 
 
 def _step(row: EvidenceRow) -> str:
+    if row.evidence_id.startswith(RETRACTED):
+        return row.note
     arrow = f"{row.before:.2f} → {row.after:.2f}" if row.before is not None and row.after is not None \
         else f"new at {row.after:.2f}" if row.after is not None else ""
     kept = f"kept the human value; {row.note}" if row.note else "a human's correction outweighs it: unchanged"

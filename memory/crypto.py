@@ -20,6 +20,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from memory.errors import ConfigurationError, NotFound
+from memory.files import private_dir
 from memory.settings import Settings
 from memory.sqlite import SQLiteFile
 
@@ -44,7 +45,7 @@ def load_master_key(settings: Settings) -> bytes:
             raise ConfigurationError("MNEME_MASTER_KEY must be 32 bytes, base64-encoded")
         return key
     path = settings.data_dir / "master.key"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:

@@ -38,6 +38,8 @@ end
 
 _START = _RETIRE + """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local ended = redis.call('HGET', KEYS[1], 'state')
+if ended == 'dropped' or ended == 'retracted' then return 0 end  -- ended on purpose while it ran
 redis.call('HSETNX', KEYS[1], 'done:extract', ARGV[3])
 if redis.call('HSETNX', KEYS[1], 'branches', ARGV[1]) == 1 then
   redis.call('HSET', KEYS[1], 'events', ARGV[2], 'state', 'extracted', 'updated_at', ARGV[3])
@@ -55,7 +57,7 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 if redis.call('HSETNX', KEYS[1], 'done:' .. ARGV[1], ARGV[2]) == 0 then return -2 end
 local left = redis.call('HINCRBY', KEYS[1], 'branches', -1)
 local state = redis.call('HGET', KEYS[1], 'state')
-if left <= 0 and state ~= 'failed' and state ~= 'dropped' then
+if left <= 0 and state ~= 'failed' and state ~= 'dropped' and state ~= 'retracted' then
   redis.call('HSET', KEYS[1], 'state', 'done', 'finished_at', ARGV[2])
   retire(KEYS[1], ARGV[4])
   redis.call('ZREM', KEYS[2], ARGV[3])
@@ -69,7 +71,7 @@ return 1
 """
 
 _FINISH = _RETIRE + """
-if redis.call('EXISTS', KEYS[1]) == 1 then
+if redis.call('EXISTS', KEYS[1]) == 1 and redis.call('HGET', KEYS[1], 'state') ~= ARGV[1] then
   redis.call('HSET', KEYS[1], 'state', ARGV[1], 'note', ARGV[2], 'finished_at', ARGV[3])
   retire(KEYS[1], ARGV[4])
 end
@@ -95,7 +97,8 @@ class JobStatus(BaseModel):
     merged: int | None = Field(None, description="How many of its events merged into similar earlier events.")
     llm: str | None = Field(None, description="The LLM stage's outcome (ok, timeout, malformed, …) if it ran.")
     error: str | None = None
-    note: str | None = Field(None, description="Why the job ended early (consent off, user erased).")
+    note: str | None = Field(None, description="Why the job ended early (consent off, user erased, or its "
+                                               "message retracted: state 'retracted' once nothing of it is left).")
 
 
 class Jobs:
@@ -150,7 +153,8 @@ class Jobs:
                    args=[stage, time.time(), job_id, self._done_ttl_s])
 
     def finish(self, job_id: str, state: str, note: str) -> None:
-        """End a job early on purpose (consent off, user erased): it is not re-sent, and its text is dropped."""
+        """End a job on purpose (consent off, user erased, its message retracted by a rollback): it is not
+        re-sent, and its text is dropped. Ending it again in the same state changes nothing."""
         self._call(self._finish, keys=[keys.job(job_id), keys.PENDING],
                    args=[state, note, time.time(), self._done_ttl_s, job_id])
 

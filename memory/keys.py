@@ -9,7 +9,7 @@ expects a single Redis (or a primary with replicas), not Redis Cluster.
 | mneme:wm:{t:s}:msg                    | hash | seq → message record (display text)     | session TTL    |
 | mneme:wm:{t:s}:full                   | hash | seq → full text of a cut reply          | session TTL    |
 | mneme:wm:{t:s}:snap                   | hash | version → ordered seqs (kept versions)  | session TTL    |
-| mneme:wm:{t:s}:ids                    | hash | client message_id → "seq|content hash"  | session TTL    |
+| mneme:wm:{t:s}:ids                    | hash | message_id → "seq|content hash[|r]" (r: retracted) | session TTL |
 | mneme:job:{job_id}                    | hash | job state, stages, payload for redrive  | job TTL        |
 | mneme:pending                         | zset | job ids accepted and not yet done       | none (1)       |
 | mneme:llm:tokens:{tenant}:{yyyymmdd}  | str  | LLM tokens spent that UTC day           | 2 days         |
@@ -33,6 +33,7 @@ expects a single Redis (or a primary with replicas), not Redis Cluster.
 | mneme:audit:due                       | zset | audit record id → when it is due again  | none (8)       |
 | mneme:dead-letters                    | list | failed tasks as JSON, newest first      | none (7)       |
 | mneme:dead-letters:by-id              | hash | task id → its dead-letter entry         | none (7)       |
+| mneme:stages:progress                 | hash | queue → when a task of it last finished | none (2)       |
 
 (1) a member leaves when its job is done or failed; the redrive task drops members whose job expired.
 (2) a handful of counters (one field per failure reason), kept for operators and metrics.
@@ -56,6 +57,7 @@ DEAD_LETTERS = f"{PREFIX}:dead-letters"
 AUDIT_OUTBOX = f"{PREFIX}:audit:outbox"
 AUDIT_DUE = f"{PREFIX}:audit:due"
 DEAD_LETTERS_BY_ID = f"{PREFIX}:dead-letters:by-id"
+STAGE_PROGRESS = f"{PREFIX}:stages:progress"
 
 
 @dataclass(frozen=True)
@@ -162,4 +164,5 @@ NO_USER_DATA = {
     "rate_window": "requests per API key and minute",
     "AUDIT_OUTBOX": "audit records, which hold hashed user ids only",
     "AUDIT_DUE": "audit record ids",
+    "STAGE_PROGRESS": "when each queue last finished a task",
 }

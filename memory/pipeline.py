@@ -2,6 +2,10 @@
 
 extract → (embed → episodic upsert) ∥ (graph merge → audit). Every stage is idempotent: ids are
 deterministic, upserts replace, graph evidence merges once, and job stages complete once.
+
+A message a rollback took back (撤回, ``retract``) is dropped by every stage that has not run yet (each
+asks working memory, where the rollback marked it in the same step); a stage that was already writing
+when it was taken back checks again after its write and retracts what it wrote.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
-from memory import anchoring, feedback, keys, tuning
+from memory import anchoring, feedback, ids, keys, tuning
 from memory.audit import graph_write_record, layer_records
 from memory.crypto import open_text
 from memory.embedding import embed_in_context
@@ -29,6 +33,7 @@ from memory.runtime import Runtime
 EMBED_MAX_CHARS = 1000
 CONTEXT_MAX_CHARS = 300
 log = logging.getLogger("mneme.pipeline")
+RETRACTED_NOTE = "its message was taken back (撤回) by a rollback: nothing of it is kept in long-term memory"
 
 
 class EmbedItem(BaseModel):
@@ -38,10 +43,12 @@ class EmbedItem(BaseModel):
     tenant: str = ""
     user_id: str = ""
     received_at: float = 0.0
+    session_id: str = ""
+    message_id: str = ""
 
 
 class Mode(StrEnum):
-    drop = "drop"  # the user was erased after this message arrived
+    drop = "drop"  # the user was erased after this message arrived, or a rollback took it back
     working_only = "working_only"  # no consent to long-term memory
     child = "child"  # under 13: events without content, no graph writes
     full = "full"
@@ -51,6 +58,9 @@ def gate(rt: Runtime, job_id: str, message: Message) -> tuple[Mode, Message]:
     """What long-term memory may keep of this message, and the message with its text opened."""
     if rt.policies.erased_after(message.tenant, message.user_id, message.received_at):
         rt.jobs.finish(job_id, "dropped", "the user was erased after this message arrived")
+        return Mode.drop, message
+    if rt.working.retracted(message.tenant, message.session_id, message.message_id):
+        rt.jobs.finish(job_id, "retracted", RETRACTED_NOTE)
         return Mode.drop, message
     policy = rt.policies.get(message.tenant, message.user_id)
     if not policy.keeps_long_term:
@@ -96,7 +106,8 @@ def declare(rt: Runtime, job_id: str, message: Message, extraction: Extraction,
     branches = ["embed"] + (["graph"] if facts else [])
     rt.jobs.extracted(job_id, branches, [e.event_id for e in extraction.events])
     return EmbedItem(job_id=job_id, text=message.content if mode is Mode.full else "", events=extraction.events,
-                     tenant=message.tenant, user_id=message.user_id, received_at=message.received_at), facts
+                     tenant=message.tenant, user_id=message.user_id, received_at=message.received_at,
+                     session_id=message.session_id, message_id=message.message_id), facts
 
 
 def anchor_facts(rt: Runtime, message: Message, facts: list[Fact]) -> list[Fact]:
@@ -141,6 +152,10 @@ def embed_stage(rt: Runtime, items: Sequence[EmbedItem]) -> list[dict]:
     for item in erased:  # queued before the user's erasure: dropped, never resurrected
         rt.jobs.finish(item.job_id, "dropped", "the user was erased after this message arrived")
     items = [i for i in items if i not in erased]
+    retracted = [i for i in items if _taken_back(rt, i)]
+    for item in retracted:
+        rt.jobs.finish(item.job_id, "retracted", RETRACTED_NOTE)
+    items = [i for i in items if i not in retracted]
     texts = [html.unescape(item.text)[:EMBED_MAX_CHARS] for item in items]
     contexts = [html.unescape(turn)[:CONTEXT_MAX_CHARS] for turn in previous_turns(rt, items)]
     vectors = embed_in_context(rt.embedder, texts, contexts, rt.settings.context_vector_weight)
@@ -148,29 +163,68 @@ def embed_stage(rt: Runtime, items: Sequence[EmbedItem]) -> list[dict]:
     rows = np.stack([vectors[i] for i, item in enumerate(items) for _ in item.events]) if events else vectors
     texts = {event.event_id: item.text for item in items for event in item.events}  # event ids are per user
     report = rt.episodic.add(events, rows, texts) if events else AddReport()
+    records = []
     for item in items:
+        if _taken_back(rt, item):  # taken back while this batch was being written: what it wrote goes too
+            records += retract(rt, item.tenant, item.user_id, item.session_id, [item.message_id])[1]
+            continue
         merged = sum(1 for e in item.events if e.event_id in report.merged)
         rt.jobs.note(item.job_id, embed_batch=len(items), merged=merged)
         rt.jobs.complete(item.job_id, "embed")
     if report.evicted or report.consolidated:
         log.info("over the per-user cap: %d events to the deep tier, %d consolidated", len(report.evicted),
                  len(report.consolidated))
-    return layer_records(report)
+    return layer_records(report) + records
+
+
+def _taken_back(rt: Runtime, item: EmbedItem) -> bool:
+    first = item.events[0] if item.events else None
+    session_id = item.session_id or (first.session_id if first else "")
+    message_id = item.message_id or (first.message_ids[0] if first else "")
+    if not item.message_id and first:  # queued before items named their message
+        item.session_id, item.message_id = session_id, message_id
+    return bool(message_id) and rt.working.retracted(item.tenant, session_id, message_id)
 
 
 def graph_stage(rt: Runtime, job_id: str, facts: Sequence[Fact], received_at: float = 0.0) -> list[dict]:
     """Merge the facts; returns the audit records of what changed."""
-    if facts:
-        tenant, user_id = facts[0].tenant, facts[0].user_id
-        if rt.policies.erased_after(tenant, user_id, received_at):
-            rt.jobs.finish(job_id, "dropped", "the user was erased after this message arrived")
-            return []
-        policy = rt.policies.get(tenant, user_id)
-        if policy.child or not policy.keeps_long_term:  # consent withdrawn or child mode since extraction
-            rt.jobs.complete(job_id, "graph")
-            return []
-    changes = rt.beliefs.apply(facts)
-    return [graph_write_record(change, operator_id="pipeline") for change in changes]
+    if not facts:
+        return []
+    tenant, user_id = facts[0].tenant, facts[0].user_id
+    session_id, message_id = facts[0].session_id or "", (facts[0].message_ids or [""])[0]
+
+    def taken_back() -> bool:
+        return bool(session_id and message_id) and rt.working.retracted(tenant, session_id, message_id)
+
+    if rt.policies.erased_after(tenant, user_id, received_at):
+        rt.jobs.finish(job_id, "dropped", "the user was erased after this message arrived")
+        return []
+    policy = rt.policies.get(tenant, user_id)
+    if policy.child or not policy.keeps_long_term:  # consent withdrawn or child mode since extraction
+        rt.jobs.complete(job_id, "graph")
+        return []
+    if taken_back():
+        rt.jobs.finish(job_id, "retracted", RETRACTED_NOTE)
+        return []
+    records = [graph_write_record(change, operator_id="pipeline") for change in rt.beliefs.apply(facts)]
+    if taken_back():  # taken back while merging: what was merged goes too
+        records += retract(rt, tenant, user_id, session_id, [message_id])[1]
+    return records
+
+
+def retract(rt: Runtime, tenant: str, user_id: str, session_id: str,
+            message_ids: Sequence[str]) -> tuple[dict, list[dict]]:
+    """Remove what long-term memory made of messages a rollback took back: their episodic rows (what other
+    messages said stays, ``EpisodicStore.retract``) and their graph evidence (``Beliefs.retract``); then
+    their jobs end as ``retracted``, so a client polling one knows nothing of it is left, and nothing
+    re-sends it. Returns a report and the audit records of the graph changes. Running it again changes
+    nothing."""
+    removed = rt.episodic_store.retract(tenant, user_id, message_ids)
+    changes = rt.beliefs.retract(tenant, user_id, message_ids)
+    for message_id in message_ids:
+        rt.jobs.finish(ids.job_id(tenant, session_id, message_id), "retracted", RETRACTED_NOTE)
+    report = {"messages": len(message_ids), "events_removed": removed, "beliefs_changed": len(changes)}
+    return report, [graph_write_record(change, operator_id="retraction") for change in changes]
 
 
 def graph_done(rt: Runtime, job_id: str) -> None:

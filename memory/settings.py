@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     embed_flush_interval_s: float = Field(0.2, gt=0)
     task_max_retries: int = Field(8, ge=0)
     preload_embedder: bool = Field(False, description="Load the model when a worker process starts.")
+    stage_stall_after_s: float = Field(
+        120.0, gt=0, description="/healthz reports a stage stalled when its queue holds work and none of it "
+                                 "has finished for this long.")
     worker_start_timeout_s: float = Field(
         180.0, gt=0, description="How long a worker's pool child may take to start (load the model) before "
                                  "Celery replaces it.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from memory.errors import ConfigurationError, TransientError
+from memory.files import private_dir
 
 T = TypeVar("T")
 MMAP_BYTES = 1 << 36  # the most of a file read through the memory map (64 GiB of address space, not of memory)
@@ -32,7 +34,9 @@ class SQLiteFile:
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(self._path.parent)
+            if not self._path.exists():  # user data: the owner's only (SQLite gives -wal and -shm the same mode)
+                os.close(os.open(self._path, os.O_WRONLY | os.O_CREAT, 0o600))
             conn = sqlite3.connect(self._path, timeout=30, isolation_level=None, check_same_thread=False)
             if self._page_size:  # takes effect when the file is created (before WAL), ignored after
                 conn.execute(f"PRAGMA page_size = {int(self._page_size)}")

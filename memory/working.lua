@@ -1,6 +1,6 @@
 -- Working memory: every change to a session is one atomic step of this script.
 -- KEYS: meta, msg, full, snap, ids, job, pending, user_sessions, metrics, policy, queue
--- ARGV[1] = op: 'append' | 'rollback' | 'read' | 'get'
+-- ARGV[1] = op: 'append' | 'rollback' | 'read' | 'get' | 'retracted'
 --
 -- A snapshot is the list of message seqs ordered by client timestamp, comma-joined, with a run of
 -- consecutive seqs written as 'first-last' ("1-50,52").
@@ -11,6 +11,9 @@
 -- one pattern match instead of decoding it:
 --   {"t":client_ts,"s":seq,"v":version,"a":received_at,"m":message_id,"r":role,"c":content[,"d":device][,"x":true]}
 -- The session id is not stored (it is the key's).
+--
+-- `ids` maps a client message_id to "seq|content hash", with "|r" after it once a rollback took the
+-- message back (retracted): its long-term effects are removed, and the id is not accepted again.
 
 local meta, msg, full, snap, ids, job, pending = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local user_sessions, metrics, policy, queue = KEYS[8], KEYS[9], KEYS[10], KEYS[11]
@@ -172,6 +175,7 @@ if op == 'append' then
   if owner and owner ~= user then return {'owner', owner} end
   local seen = redis.call('HGET', ids, message_id)
   if seen then
+    if string.sub(seen, -2) == '|r' then return {'retracted'} end  -- taken back by a rollback
     local sep = string.find(seen, '|', 1, true)
     return {'dup', head, string.sub(seen, sep + 1)}
   end
@@ -239,24 +243,55 @@ if op == 'append' then
 end
 
 if op == 'rollback' then
-  -- ARGV: op, target ('undo' | version), kept, ttl
+  -- ARGV: op, target ('undo' | version), kept, ttl, retract_task, separator
+  -- 'undo' takes the most recently appended message still in the window (the highest seq) out of the
+  -- head's snapshot; a version restores that kept snapshot. Either way, each message the new version no
+  -- longer holds is marked retracted in `ids` ("seq|hash|r") and, in this same step, `retract_task` (a
+  -- task message naming them in place of @@MESSAGE_IDS@@, joined by `separator`, and the owner in place
+  -- of @@USER_ID@@) goes onto `queue` to remove what long-term memory made of them.
   local head = tonumber(redis.call('HGET', meta, 'head'))
   if not head then return {'nosession'} end
-  local target = ARGV[2] == 'undo' and head - 1 or tonumber(ARGV[2])
-  if target < 0 or target > head then return {'range', head} end
-  local spans = snapshot(target)
-  if not spans then return {'gone', head} end
   local previous = snapshot(head) or {}
   local current = expand(previous)
-  local version, mono = commit(spans, tonumber(ARGV[3]), head, previous, redis.call('HGET', meta, 'mono') == '1')
-  redis.call('HSET', meta, 'head', version, 'mono', mono and 1 or 0)
-  expire_all(tonumber(ARGV[4]))
+  local spans, target
+  if ARGV[2] == 'undo' then
+    if #current == 0 then return {'empty', head} end
+    local top = 0
+    for _, n in ipairs(current) do if n > top then top = n end end
+    local rest = {}
+    for _, n in ipairs(current) do if n ~= top then rest[#rest + 1] = n end end
+    spans, target = runs(rest), -1
+  else
+    target = tonumber(ARGV[2])
+    if target < 0 or target > head then return {'range', head} end
+    spans = snapshot(target)
+    if not spans then return {'gone', head} end
+  end
   local keep = {}
   for _, n in ipairs(expand(spans)) do keep[n] = true end
   local removed = {}
   for _, n in ipairs(current) do if not keep[n] then removed[#removed + 1] = n end end
-  return {'ok', version, target, #removed > 0 and redis.call('HMGET', msg, unpack(removed)) or {},
-          redis.call('HGET', meta, 'user') or ''}
+  local gone = #removed > 0 and redis.call('HMGET', msg, unpack(removed)) or {}  -- before commit drops any
+  local version, mono = commit(spans, tonumber(ARGV[3]), head, previous, redis.call('HGET', meta, 'mono') == '1')
+  redis.call('HSET', meta, 'head', version, 'mono', mono and 1 or 0)
+  local retracted = {}
+  for _, record in ipairs(gone) do
+    local message_id = cjson.decode(record).m
+    local seen = redis.call('HGET', ids, message_id)
+    if seen and string.sub(seen, -2) ~= '|r' then redis.call('HSET', ids, message_id, seen .. '|r') end
+    retracted[#retracted + 1] = message_id
+  end
+  expire_all(tonumber(ARGV[4]))
+  local user = redis.call('HGET', meta, 'user') or ''
+  if #retracted > 0 and ARGV[5] ~= '' then  -- ids match the id pattern: nothing in them needs escaping
+    local task = ARGV[5]
+    local at = string.find(task, '@@MESSAGE_IDS@@', 1, true)
+    task = string.sub(task, 1, at - 1) .. table.concat(retracted, ARGV[6]) .. string.sub(task, at + 15)
+    at = string.find(task, '@@USER_ID@@', 1, true)
+    task = string.sub(task, 1, at - 1) .. user .. string.sub(task, at + 11)
+    redis.call('LPUSH', queue, task)
+  end
+  return {'ok', version, target, gone, user}
 end
 
 if op == 'read' then
@@ -278,6 +313,12 @@ if op == 'get' then
   local rec = redis.call('HGET', msg, seq)
   if not rec then return {'gone'} end
   return {'ok', rec, redis.call('HGET', full, seq) or '', redis.call('HGET', meta, 'user') or ''}
+end
+
+if op == 'retracted' then
+  -- ARGV: op, message_id. Whether a rollback took the message back (the pipeline's stages ask).
+  local seen = redis.call('HGET', ids, ARGV[2])
+  return (seen and string.sub(seen, -2) == '|r') and 1 or 0
 end
 
 return redis.error_reply('unknown op ' .. tostring(op))

@@ -46,6 +46,9 @@ class StoredMessage(BaseModel):
 
 
 _RECORDS = TypeAdapter(list[StoredMessage])
+#: In a rollback's retraction task, where the script puts the retracted message ids and their owner.
+_IDS, _IDS_2, _USER = "@@MESSAGE_IDS@@", "@@MESSAGE_IDS_2@@", "@@USER_ID@@"
+RetractTask = Callable[[list[str], str], tuple[str, str]]
 
 
 class SessionView(BaseModel):
@@ -66,8 +69,10 @@ class Accepted(BaseModel):
 class RolledBack(BaseModel):
     session_id: str
     version: int
-    restored: int
-    removed: list[StoredMessage]
+    restored: int | None = Field(description="The version whose snapshot was restored (``to_version``); "
+                                             "None for an undo, which takes one message out of the head's.")
+    removed: list[StoredMessage] = Field(description="The messages the new version no longer holds: retracted, "
+                                                     "with what long-term memory made of them.")
 
 
 class WorkingMemory:
@@ -154,6 +159,9 @@ class WorkingMemory:
                 break
             seal_key, check_child = child_seal_key(), False  # type: ignore[misc] - a child: seal, ask again
         status = reply[0]
+        if status == "retracted":
+            raise Conflict(f"message_id {message_id!r} was taken back (撤回) in session {session_id!r}; "
+                           "send it again with a new message_id")
         if status == "owner":
             raise Conflict(f"session {session_id!r} belongs to another user; use a new session_id")
         if status == "dup":
@@ -191,16 +199,33 @@ class WorkingMemory:
         return [r.model_copy(update={"content": open_text(key, r.content, f"{r.session_id}\x1f{r.message_id}")
                                      or "[erased]"}) for r in records]
 
-    def rollback(self, tenant: str, session_id: str, to_version: int | None = None) -> RolledBack:
-        """Restore the snapshot of ``to_version`` (or the one before the last change) as a new version."""
+    def rollback(self, tenant: str, session_id: str, to_version: int | None = None,
+                 task: RetractTask | None = None) -> RolledBack:
+        """Restore the snapshot of ``to_version`` as a new version, or (None) undo: a new version without
+        the most recently appended message still in the window. Each message taken out is marked
+        retracted in the same step, and ``task(message_ids, user_id)`` — a (list key, payload) to LPUSH —
+        queued with them, so a rollback and its retraction cannot come apart. Nothing left to undo is a
+        409."""
         target = "undo" if to_version is None else to_version
         s = self._settings
-        reply = self._run(tenant, session_id, "rollback", target, s.versions_kept, s.session_ttl_s)
+        queue, template, separator = "", "", ""
+        if task is not None:  # the task as it would be for two ids: what lies between them joins any number
+            queue, template = task([_IDS, _IDS_2], _USER)
+            start, end = template.index(_IDS) + len(_IDS), template.index(_IDS_2)
+            separator, template = template[start:end], template[:start] + template[end + len(_IDS_2):]
+        reply = self._run(tenant, session_id, "rollback", target, s.versions_kept, s.session_ttl_s, template,
+                          separator, queue=queue)
+        if reply[0] == "empty":
+            raise Conflict(f"nothing to undo: the window of session {session_id!r} is empty (version {reply[1]})")
         self._raise_for(reply, session_id, to_version)
         return RolledBack(
-            session_id=session_id, version=int(reply[1]), restored=int(reply[2]),
+            session_id=session_id, version=int(reply[1]), restored=None if int(reply[2]) < 0 else int(reply[2]),
             removed=self._opened(tenant, reply[4], self._parse(session_id, reply[3])),
         )
+
+    def retracted(self, tenant: str, session_id: str, message_id: str) -> bool:
+        """Whether a rollback took this message back: its queued work is dropped (``memory.pipeline``)."""
+        return self._run(tenant, session_id, "retracted", message_id) == 1
 
     def get(self, tenant: str, session_id: str, message_id: str) -> tuple[StoredMessage, str]:
         """One message with its full text (a cut assistant reply comes back whole)."""

@@ -1,4 +1,5 @@
-"""The write path: memory.extract → memory.embed (batched) ∥ memory.upsert_graph → memory.audit."""
+"""The write path: memory.extract → memory.embed (batched) ∥ memory.upsert_graph → memory.audit; and its
+undoing: memory.retract, queued by a rollback in the same Redis step (``memory/working.lua``)."""
 
 from __future__ import annotations
 
@@ -152,3 +153,11 @@ def audit(records: list[dict]) -> int:
     rt.audit.write(records)
     outbox.release(rt.redis, [r["id"] for r in records])
     return len(records)
+
+
+@shared_task(name="memory.retract", base=MnemeTask, stage="retract")
+def retract(tenant: str, user_id: str, session_id: str, message_ids: list[str]) -> dict:
+    """Remove what long-term memory made of messages a rollback took back; redelivery changes nothing."""
+    report, records = pipeline.retract(get_runtime(), tenant, user_id, session_id, message_ids)
+    send_audit(records)
+    return report

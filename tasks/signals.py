@@ -18,7 +18,11 @@ import time
 from celery import Task, signals
 
 from memory import telemetry
-from workers import logs
+from memory.runtime import get_runtime
+from workers import logs, stages
+from workers.celery_app import ROUTES
+
+log = logging.getLogger(__name__)
 
 #: message header carrying the id of the HTTP request that caused a task (copied into follow-up tasks)
 REQUEST_ID_HEADER = "mneme_request_id"
@@ -46,6 +50,12 @@ def _task_finished(task_id: str | None = None, task: Task | None = None, state: 
     started = _started.pop(task_id or "", None)
     if started is not None and task is not None:
         telemetry.TASK_SECONDS.labels(task.name, state or "UNKNOWN").observe(time.perf_counter() - started)
+        queue = ROUTES.get(task.name)  # a batch task's request carries no delivery info
+        if queue and state == "SUCCESS":
+            try:
+                stages.note_progress(get_runtime().redis, queue)
+            except Exception:  # noqa: BLE001 - progress is for /healthz; it never fails a task
+                log.debug("could not note progress of %s", queue)
     logs.clear_task()
 
 

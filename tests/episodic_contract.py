@@ -421,3 +421,53 @@ class EpisodicContract:
             seen += page
             after = page[-1]
         assert [u for u in seen if u in mine] == mine and seen == sorted(seen)
+
+    # --- retract: a message taken back (撤回) -------------------------------------------------------
+
+    def test_retract_removes_a_messages_rows_and_nothing_another_message_said(self, store, ids):
+        refund = unit(1, 0.05)
+        for name, ts in (("r0", 10.0), ("r1", 30.0), ("r2", 20.0)):  # "怎么退款" ×3, merged into r0
+            store.add([self.event(ids, name, tokens=[tok("退款"), tok("refund")], ts=ts)], rows(refund), 0.9, 200)
+        store.add([self.event(ids, "theirs", user="other", message_ids=["m-r1"])], rows(refund), 0.9, 200)
+        user = ids("u")
+        assert store.retract(T, user, ["m-r1", "m-missing"]) == 1
+        [head, kept] = store.get(T, user, [ids("r0"), ids("r2")])
+        assert (head.status, head.count, head.message_ids, head.ts) == (LIVE, 2, ["m-r0", "m-r2"], 20.0)
+        assert (kept.status, kept.canonical_id) == (MERGED, ids("r0"))
+        assert store.get(T, user, [ids("r1")]) == []
+        assert sorted(ids.names(e for e, _ in store.keyword_search(T, user, [tok("退款")], None, 10))) == ["r0", "r2"]
+        assert len(store.vector_search(T, user, refund, None, 10)) == 2
+        assert store.get(T, ids("other"), [ids("theirs")])  # another user's row with the same message id stays
+        assert store.retract(T, user, ["m-r1"]) == 0  # again: nothing changes
+        assert store.get(T, user, [ids("r0"), ids("r2")]) == [head, kept]
+
+    def test_retracting_the_message_an_event_was_made_from_hands_the_event_to_the_newest_absorbed_row(
+            self, store, ids):
+        for name, ts in (("e0", 10.0), ("e1", 30.0), ("e2", 20.0)):  # "I like physics" ×3, merged into e0
+            store.add([self.event(ids, name, kind=EventType.preference, tokens=[tok("physics")], ts=ts)],
+                      rows(unit(1)), 0.9, 200)
+        user = ids("u")
+        assert store.retract(T, user, ["m-e0"]) == 1
+        assert store.get(T, user, [ids("e0")]) == [] and store.live_count(T, user) == 1
+        [heir, other] = store.get(T, user, [ids("e1"), ids("e2")])
+        assert (heir.status, heir.canonical_id, heir.count, heir.message_ids) == (LIVE, None, 2, ["m-e1", "m-e2"])
+        assert heir.ts == 30.0 and (other.status, other.canonical_id) == (MERGED, ids("e1"))
+        assert ids.names(e for e, _ in store.vector_search(T, user, unit(1), None, 5, (LIVE,))) == ["e1"]
+        report = store.add([self.event(ids, "e3", kind=EventType.preference)], rows(unit(1)), 0.9, 200)
+        assert report.merged == {ids("e3"): ids("e1")}  # the heir absorbs what comes next
+        assert store.retract(T, user, ["m-e1", "m-e2", "m-e3"]) == 3
+        assert store.live_count(T, user) == 0 and store.vector_search(T, user, unit(1), None, 5) == []
+
+    def test_retract_keeps_a_consolidated_event_consistent(self, store, ids):
+        now = time.time()
+        a, b = unit(1, 0.6), unit(1, 0.0)  # consolidated over the cap: a into b
+        store.add([self.event(ids, "a", kind=EventType.statement, ts=now),
+                   self.event(ids, "b", kind=EventType.statement, ts=now),
+                   self.event(ids, "c", kind=EventType.statement, ts=now)],
+                  rows(a, b, unit(0, 0, 1)), 0.9, 2, consolidate_threshold=0.8)
+        user = ids("u")
+        assert store.retract(T, user, ["m-a"]) == 1
+        [kept] = store.get(T, user, [ids("b")])
+        assert (kept.count, kept.message_ids, kept.status) == (1, ["m-b"], LIVE)
+        assert store.retract(T, user, ["m-b"]) == 1 and store.get(T, user, [ids("b")]) == []
+        assert ids.names(e for e, _ in store.vector_search(T, user, unit(1), None, 5)) == ["c"]

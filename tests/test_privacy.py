@@ -91,15 +91,18 @@ def test_a_child_gets_no_graph_content_free_events_and_an_encrypted_window(pstac
 
 
 def test_erasure_leaves_nothing_of_the_user_in_any_store(pstack, prt, api, uid):
-    user, secret = f"erase{uid}", f"秘密{uid}"
+    user, secret, marker = f"erase{uid}", f"秘密{uid}", f"Quokka{uid}"  # a Chinese and an English marker
     consent(pstack, user)
     say(api, user, [("user", f"我叫{secret}"), ("user", f"I like {secret}ball"),
-                    ("user", f"I can't stand {secret}ball"), ("assistant", f"好的，{secret}，我记住了。")],
+                    ("user", f"I can't stand {secret}ball"), ("assistant", f"好的，{secret}，我记住了。"),
+                    ("user", f"My best friend is called {marker}, 我们一起学{marker}语")],
         device=f"pad-{uid}")
+    httpx.put(f"{pstack.api_url}/v1/users/{user}/beliefs",  # a correction the user typed in
+              json={"relation": "likes", "object": f"{marker}跑酷", "operator_id": "user"}).raise_for_status()
     say(api, user, [("user", "哈哈")], session=f"{user}-old", ts=time.time() - 40 * 86400, start=10)
     hit = api.recall(user_id=user, query=f"我叫什么？{secret}").events[0]  # a query and useful feedback hold it too
     httpx.post(f"{pstack.api_url}/v1/feedback", json={"user_id": user, "event_id": hit.event_id, "useful": True,
-                                                       "query": f"what's my name, {secret}?"}).raise_for_status()
+                                                       "query": f"who is {marker}? 我叫什么"}).raise_for_status()
     create_celery(pstack.settings).send_task("memory.archive", kwargs={})
     deadline = time.monotonic() + 30
     while not list((pstack.data_dir / "archive").rglob("*.jsonl.gz")):
@@ -126,8 +129,8 @@ def test_erasure_leaves_nothing_of_the_user_in_any_store(pstack, prt, api, uid):
     assert sweep["checked"] >= 1 and sweep["incomplete"] == 0
     _wait_aof_rewrite(prt, after=rewrites)
     leaks = [str(p.relative_to(pstack.data_dir)) for p in pstack.data_dir.rglob("*")
-             if p.is_file() and _contains(p, [secret.encode()])]
-    assert leaks == []  # no content anywhere: stores, AOF, archive, audit log, key file, logs
+             if p.is_file() and _contains(p, [secret.encode(), marker.encode()])]
+    assert leaks == []  # no content anywhere: stores, AOF, archive, audit log, key file, logs, metrics files
     # the raw id is left only in the sweeper's work list, until it has verified the erasure after 24 h
     holders = [k for k in prt.redis.scan_iter(count=1000) if _redis_mentions(prt, k, user)]
     assert holders == [keys.erasing("default")]
@@ -135,7 +138,7 @@ def test_erasure_leaves_nothing_of_the_user_in_any_store(pstack, prt, api, uid):
         kind = prt.redis.type(key)
         values = (prt.redis.hvals(key) if kind == "hash" else prt.redis.lrange(key, 0, -1) if kind == "list"
                   else [prt.redis.get(key)] if kind == "string" else [])
-        assert not any(secret in (v or "") for v in values), key
+        assert not any(secret in (v or "") or marker in (v or "") for v in values), key
     assert any(a["action"] == "user.erase" and a["operator_id"] == "dpo" for a in audit_log(pstack))
 
 
@@ -267,3 +270,14 @@ def test_every_beat_entry_names_its_queue_and_an_expiry_and_routes_to_maintenanc
                                                       "memory.compact", "memory.erasure_sweep", "memory.redrive"}
     for entry in schedule.values():
         assert entry["options"]["queue"] == "maintenance" == ROUTES[entry["task"]] and entry["options"]["expires"] > 0
+
+
+def test_every_file_the_stack_keeps_is_the_owners_only(pstack, api, uid):
+    user = f"modes{uid}"
+    consent(pstack, user)
+    say(api, user, [("user", "我的生日是五月三号"), ("user", "My bank is Monzo")])
+    create_celery(pstack.settings).send_task("memory.archive", kwargs={})
+    opened = [f"{p.relative_to(pstack.data_dir)} {oct(p.stat().st_mode & 0o777)}"
+              for p in [pstack.data_dir, *pstack.data_dir.rglob("*")]
+              if not p.is_symlink() and p.stat().st_mode & 0o077]
+    assert opened == []  # stores, WAL and SHM files, the AOF, archive, audit log, logs, metrics: 0600 in 0700

@@ -62,10 +62,10 @@ def test_undo_last_and_rollback_restore_whole_snapshots(client, uid):
     for i in range(1, 4):
         post(client, uid, i, f"第{i}条")
     undone = client.rollback(f"s{uid}")  # 撤回上一条
-    assert [m.message_id for m in undone.removed] == ["m3"] and undone.restored == 2 and undone.version == 4
+    assert [m.message_id for m in undone.removed] == ["m3"] and undone.restored is None and undone.version == 4
     assert [m.message_id for m in client.messages(f"s{uid}").messages] == ["m1", "m2"]
     back = client.rollback(f"s{uid}", to_version=1)
-    assert back.version == 5 and [m.message_id for m in back.removed] == ["m2"]
+    assert back.version == 5 and back.restored == 1 and [m.message_id for m in back.removed] == ["m2"]
     assert [m.message_id for m in client.messages(f"s{uid}").messages] == ["m1"]
     assert [m.message_id for m in client.messages(f"s{uid}", version=3).messages] == ["m1", "m2", "m3"]
     client.rollback(f"s{uid}", to_version=3)  # rolling forward again is a rollback too
@@ -137,13 +137,15 @@ def test_working_memory_survives_api_and_redis_restarts(client, uid, stack):
     assert post(client, uid, 2, "still writable").version == 2
 
 
-def test_undo_is_itself_undoable_and_version_zero_is_the_empty_session(client, uid):
+def test_undo_takes_the_latest_message_each_time_and_version_zero_is_the_empty_session(client, uid):
     post(client, uid, 1)
-    assert client.rollback(f"s{uid}").restored == 0  # 撤回: back to the empty session
+    assert client.rollback(f"s{uid}").restored is None  # 撤回: back to the empty session
     assert client.messages(f"s{uid}").messages == []
-    assert client.rollback(f"s{uid}").restored == 1  # undo the undo
-    assert [m.message_id for m in client.messages(f"s{uid}").messages] == ["m1"]
-    assert client.messages(f"s{uid}").version == 3
+    with pytest.raises(MnemeAPIError) as err:  # undo does not toggle: a second one has nothing to take
+        client.rollback(f"s{uid}")
+    assert err.value.status == 409 and "nothing to undo" in err.value.message
+    assert client.messages(f"s{uid}").version == 2
+    assert client.messages(f"s{uid}", version=0).messages == []
 
 
 def test_post_can_return_the_window_in_the_same_step(client, uid):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from contextlib import asynccontextmanager
 from typing import Annotated
 
@@ -34,7 +35,8 @@ from memory.tenants import authenticate
 from memory.text import clean
 from memory.working import RolledBack, SessionView
 from tasks.envelope import task_message
-from workers.celery_app import ROUTES
+from workers import stages
+from workers.celery_app import QUEUES, ROUTES
 from workers.logs import request_id
 from workers.observability import install
 from workers.schemas import (
@@ -76,6 +78,7 @@ EXTRACT_QUEUE = ROUTES["memory.extract"]
 
 def create_app(runtime: Runtime | None = None) -> FastAPI:
     rt = runtime or get_runtime()
+    started = time.time()  # a stage that never finished anything is stalled counting from here
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -155,8 +158,16 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
 
     @app.post("/v1/sessions/{session_id}/rollback", response_model=RolledBack, tags=["working memory"])
     def rollback(tenant: Tenant, session_id: PathId, body: RollbackIn) -> RolledBack:
-        """Restore a whole earlier snapshot (``to_version``) or undo the last change (撤回上一条)."""
-        return rt.working.rollback(tenant, session_id, None if body.undo_last else body.to_version)
+        """Undo (撤回上一条: take the latest message still in the window out, each call one more; 409 once the
+        window is empty) or restore a whole kept snapshot (``to_version``). Every message taken out is
+        retracted: its queued work is dropped, and ``memory.retract`` (queued in the same Redis step)
+        removes its episodic events and graph evidence. Its ``message_id`` is not accepted again."""
+        def retraction(message_ids: list[str], user_id: str) -> tuple[str, str]:
+            # on the extract queue, behind the messages' own extraction (which then finds them retracted)
+            kwargs = {"tenant": tenant, "user_id": user_id, "session_id": session_id, "message_ids": message_ids}
+            return task_message("memory.retract", str(uuid.uuid4()), kwargs, EXTRACT_QUEUE, request_id.get())
+
+        return rt.working.rollback(tenant, session_id, None if body.undo_last else body.to_version, task=retraction)
 
     @app.post("/v1/recall", response_model=RecallResult, tags=["read"])
     def post_recall(tenant: Tenant, body: RecallIn) -> RecallResult:
@@ -267,9 +278,11 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
     def healthz() -> JSONResponse:
         """``ok`` (200) when every backend answers and the query embedder has encoded; ``loading`` (503)
         while it is still loading, so a load balancer sends no recall to a process that cannot answer yet;
-        ``degraded`` (503) when a backend is unreachable."""
-        backends = rt.health()
-        down = any(v.startswith("unreachable") for v in backends.values())
+        ``degraded`` (503) when a backend is unreachable or a pipeline stage is stalled (``stage:<queue>``:
+        its queue holds work and none of it finished for ``stage_stall_after_s``)."""
+        backends = rt.health() | {f"stage:{q}": why for q, why in stages.stalled(
+            rt.redis, QUEUES, started, rt.settings.stage_stall_after_s).items()}
+        down = any(v.startswith(("unreachable", "stalled")) for v in backends.values())
         status = "degraded" if down else "loading" if backends["embedder"] == "loading" else "ok"
         return JSONResponse(status_code=200 if status == "ok" else 503,
                             content=Health(status=status, backends=backends).model_dump())

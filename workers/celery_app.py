@@ -20,6 +20,7 @@ ROUTES = {
     "memory.llm_extract": "llm",
     "memory.embed": "embed",
     "memory.upsert_graph": "graph",
+    "memory.retract": "extract",
     "memory.audit": "audit",
     "memory.redrive": "maintenance",
     "memory.train_adapter": "maintenance",

@@ -94,11 +94,11 @@ class MnemeClient:
         return JobStatus.model_validate(self._call("GET", f"/v1/jobs/{job_id}"))
 
     def wait(self, job_ids: list[str], timeout: float = 60.0) -> list[JobStatus]:
-        """Poll until every job is done or failed."""
+        """Poll until every job has ended: done, failed, dropped (erased, consent off) or retracted (undone)."""
         deadline = time.monotonic() + timeout
         while True:
             jobs = [self.job(j) for j in job_ids]
-            if all(j.state in ("done", "failed") for j in jobs):
+            if all(j.state in ("done", "failed", "dropped", "retracted") for j in jobs):
                 return jobs
             if time.monotonic() > deadline:
                 raise TimeoutError(f"jobs not finished after {timeout}s: {[(j.job_id, j.state) for j in jobs]}")

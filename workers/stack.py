@@ -106,15 +106,17 @@ class Stack:
 
     def __post_init__(self) -> None:
         self.data_dir = self.data_dir.resolve()
+        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.data_dir.chmod(0o700)  # user data lives here: the owner's only
         self.logs = self.data_dir / "logs"
-        self.logs.mkdir(parents=True, exist_ok=True)
+        self.logs.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.env = {**os.environ, "MNEME_DATA_DIR": str(self.data_dir), "PYTHONUNBUFFERED": "1",
                     "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
                     "PROMETHEUS_MULTIPROC_DIR": str(self.data_dir / "metrics"), **self.env}
         # prometheus_client multiprocess mode (memory.telemetry): every process writes its metrics there and
         # the API's /metrics sums them; a previous run's files are stale totals, so each stack starts empty
         metrics_dir = Path(self.env["PROMETHEUS_MULTIPROC_DIR"])
-        metrics_dir.mkdir(parents=True, exist_ok=True)
+        metrics_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         for stale in metrics_dir.glob("*.db"):
             stale.unlink()
         self.env.setdefault("FLOWER_BASIC_AUTH", f"mneme:{secrets.token_urlsafe(9)}")
@@ -158,7 +160,7 @@ class Stack:
             return
         self.redis_port = self.redis_port or free_port()
         redis_dir = self.data_dir / "redis"
-        redis_dir.mkdir(parents=True, exist_ok=True)
+        redis_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._spawn("redis", [valkey_binary(), "--port", str(self.redis_port), "--bind", "127.0.0.1",
                               "--dir", str(redis_dir), "--appendonly", "yes", "--appendfsync", "everysec",
                               "--save", "", "--protected-mode", "no"])
@@ -206,8 +208,9 @@ class Stack:
 
     def _spawn(self, name: str, cmd: list[str]) -> None:
         env = {**self.env, "MNEME_PRELOAD_EMBEDDER": "1"} if name == "worker-embed" else self.env
-        with (self.logs / f"{name}.log").open("ab") as log:  # the child keeps its own handle
-            self.procs[name] = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
+        fd = os.open(self.logs / f"{name}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(fd, "ab") as log:  # the child keeps its own handle; every file it makes is 0600
+            self.procs[name] = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, umask=0o077,
                                                 start_new_session=True)
 
     def wait_ready(self, wait_embedder: bool = True, timeout: float = 120) -> None:

@@ -23,6 +23,7 @@ from urllib.parse import unquote, urlsplit
 
 from memory.archive import KEY_CHARS, check_key, check_prefix
 from memory.errors import ConfigurationError, Conflict, InvalidInput, NotFound, TransientError
+from memory.files import private_dir
 from memory.settings import Settings
 
 _TEMP_MARK = "~"  # not a key character
@@ -61,7 +62,7 @@ class LocalColdStore:
             raise ConfigurationError(f"archive directory must be absolute, got {str(root)!r}")
         self.root = root
         with _boundary("setup"):
-            root.mkdir(parents=True, exist_ok=True)
+            private_dir(root)
 
     @classmethod
     def from_url(cls, url: str, settings: Settings) -> LocalColdStore:
@@ -89,7 +90,7 @@ class LocalColdStore:
                     raise Conflict(f"archive key {key!r} collides with another object: {exc}") from exc
 
     def _write(self, target: Path, data: bytes) -> None:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(target.parent)
         fd, temp = tempfile.mkstemp(prefix=target.name[:_TEMP_NAME_CHARS] + _TEMP_MARK, dir=target.parent)
         try:
             with os.fdopen(fd, "wb") as fh:

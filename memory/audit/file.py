@@ -34,6 +34,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from memory.errors import ConfigurationError, InvalidInput, NotFound, TransientError
+from memory.files import private_dir
 from memory.settings import Settings
 
 GENESIS = "0" * 64
@@ -135,7 +136,7 @@ def _check_line(raw: bytes, prev: str, number: int) -> str:
 class FileAuditLog:
     def __init__(self, path: Path) -> None:
         self._path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
 
     @classmethod
     def from_url(cls, url: str, settings: Settings) -> FileAuditLog:
@@ -171,7 +172,7 @@ class FileAuditLog:
 
     def _open(self) -> int:
         try:
-            return os.open(self._path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o640)
+            return os.open(self._path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as exc:
             raise ConfigurationError(f"cannot open the audit log {self._path}: {exc}") from exc
 

@@ -21,6 +21,14 @@ Contract of ``add`` (one user's events, idempotent under redelivery):
   questions and moods < statements < facts about the user), then what the user said over the assistant's
   replies, then ``confidence × weight × noise × 0.5^(age_days/90) × (1 + log2(count))``: so the cap never
   keeps small talk or thanks over a statement of fact. Recall favours the layer (``event_layer_boost``).
+
+Contract of ``retract`` (a message taken back, 撤回): the rows made from the messages go, and only those —
+what other messages said stays. A live (or evicted) event that had absorbed others and was made from a
+retracted message hands over to its newest remaining absorbed row, which takes its status, count and
+message ids and becomes the one the others point at; an event that keeps its own row loses the retracted
+messages from its message ids and one count per row removed. Either way ``ts`` becomes the latest
+remaining row's ``said_at``; confidence stays (a merged confidence cannot be split back into its parts).
+Running it again changes nothing. ``plan_retraction`` says what to do; every adapter applies it.
 """
 
 from __future__ import annotations
@@ -93,6 +101,12 @@ class AddReport(BaseModel):
     evicted: list[Evicted] = Field(default_factory=list, description="out of the event layer, into the deep tier")
 
 
+class RetractionPlan(BaseModel):
+    removed: list[str] = Field(default_factory=list, description="rows made from a retracted message")
+    updates: dict[str, dict] = Field(default_factory=dict, description="event id → fields to set (status, "
+                                                                        "canonical_id, count, message_ids, ts)")
+
+
 class EpisodicStore(Protocol):
     def add(self, events: Sequence[StoredEvent], vectors: np.ndarray, merge_threshold: float,
             cap: int, consolidate_threshold: float = 0.8) -> AddReport: ...
@@ -129,6 +143,11 @@ class EpisodicStore(Protocol):
 
     def delete(self, tenant: str, user_id: str, event_ids: Sequence[str]) -> int:
         """Remove events, and the merged rows they absorbed, for good; returns how many rows went."""
+        ...
+
+    def retract(self, tenant: str, user_id: str, message_ids: Sequence[str]) -> int:
+        """Remove the rows made from these messages, keeping what other messages said (see the contract
+        above); returns how many rows went."""
         ...
 
     def update(self, tenant: str, user_id: str, event_ids: Sequence[str], **fields: float | str) -> int:
@@ -187,6 +206,38 @@ def plan_overflow(live: Sequence[StoredEvent], vectors: np.ndarray, cap: int, th
         values[keep] = eviction_value(live[keep], now, counts[keep])
         alive[gone] = False
     return steps
+
+
+def plan_retraction(rows: Sequence[StoredEvent], message_ids: Collection[str]) -> RetractionPlan:
+    """What retracting ``message_ids`` does to ``rows``: every row holding one of them in its message ids,
+    and for each, its whole event (the row others point at and all that point at it). Written once."""
+    gone = set(message_ids)
+    by_id = {r.event_id: r for r in rows}
+    plan = RetractionPlan(removed=[r.event_id for r in rows if r.message_id in gone])
+    removed = set(plan.removed)
+    events: dict[str, list[StoredEvent]] = {}
+    for row in rows:
+        events.setdefault(row.canonical_id or row.event_id, []).append(row)
+    for head_id, members in events.items():
+        head = by_id.get(head_id)
+        left = [r for r in members if r.event_id not in removed]
+        if head is None or not left or not any(gone & set(r.message_ids) for r in members):
+            continue
+        heir = head if head_id not in removed else max(left, key=lambda r: (r.said_at, r.event_id))
+        kept = [m for m in head.message_ids if m not in gone and m != heir.message_id]
+        fields: dict = {"count": max(1, head.count - (len(members) - len(left))),
+                        "message_ids": [heir.message_id, *kept], "ts": max(r.said_at for r in left)}
+        if heir is not head:
+            fields.update(status=head.status, canonical_id=None)
+            for row in left:
+                if row is not heir:
+                    plan.updates[row.event_id] = {"canonical_id": heir.event_id}
+        plan.updates[heir.event_id] = fields
+    for row in rows:  # a merged row that once absorbed others (over the cap) lists their ids too
+        if row.event_id not in removed and gone & set(row.message_ids):
+            fields = plan.updates.setdefault(row.event_id, {})
+            fields.setdefault("message_ids", [m for m in row.message_ids if m not in gone])
+    return plan
 
 
 def _most_similar_pair(sims: np.ndarray, same_kind: np.ndarray, alive: np.ndarray,

@@ -32,6 +32,7 @@ from memory.episodic import (
     StoredEvent,
     merged_confidence,
     plan_overflow,
+    plan_retraction,
 )
 from memory.models import EventType
 from memory.settings import Settings
@@ -228,6 +229,43 @@ class SQLiteEpisodicStore:
 
         removed = self._db.transaction(run)
         self._db.checkpoint()
+        return removed
+
+    def retract(self, tenant, user_id, message_ids):
+        if not message_ids:
+            return 0
+        user = (tenant, user_id)
+
+        def run(conn: sqlite3.Connection) -> int:
+            holding = " OR ".join("instr(message_ids, ?) > 0" for _ in message_ids)  # ids are JSON strings
+            touched = conn.execute(f"SELECT {_COLUMNS} FROM events WHERE tenant = ? AND user_id = ? AND ({holding})",
+                                   (*user, *(json.dumps(m) for m in message_ids))).fetchall()
+            heads = sorted({r[_FIELDS.index("canonical_id")] or r[0] for r in touched})
+            if not heads:
+                return 0
+            marks = ",".join("?" * len(heads))
+            rows = conn.execute(f"SELECT {_COLUMNS} FROM events WHERE tenant = ? AND user_id = ? AND "
+                                f"(event_id IN ({marks}) OR canonical_id IN ({marks}) OR {holding})",
+                                (*user, *heads, *heads, *(json.dumps(m) for m in message_ids))).fetchall()
+            plan = plan_retraction([_event(r) for r in rows], message_ids)
+            for event_id in plan.removed:
+                conn.execute(f"DELETE FROM events_fts WHERE rowid = (SELECT doc FROM events WHERE {_ONE})",
+                             (*user, event_id))
+                conn.execute(f"DELETE FROM vectors WHERE {_ONE}", (*user, event_id))
+                conn.execute(f"DELETE FROM events WHERE {_ONE}", (*user, event_id))
+            now = time.time()
+            for event_id, fields in plan.updates.items():
+                values = {k: json.dumps(v) if k == "message_ids" else v for k, v in fields.items()}
+                sets = ", ".join(f"{name} = ?" for name in values)
+                conn.execute(f"UPDATE events SET {sets}, updated_at = ? WHERE {_ONE}",
+                             (*values.values(), now, *user, event_id))
+                if "status" in fields:
+                    _set_status(conn, tenant, user_id, [event_id], fields["status"])
+            return len(plan.removed)
+
+        removed = self._db.transaction(run)
+        if removed:
+            self._db.checkpoint()
         return removed
 
     def update(self, tenant, user_id, event_ids, **fields):

@@ -35,6 +35,10 @@ Maintenance primitives (batch jobs: archiving, compaction, erasure, export, nois
 - ``delete``: ``delete_many`` on the deterministic UUIDs (chunks of ``_CHUNK`` ids), then on the merged
   objects whose ``canonical_id`` names one of them. The user's Weaviate tenant
   stays, even when emptied: other processes remember it exists (and ``users`` skips empty tenants).
+- ``retract``: the rows holding the messages (``message_ids`` filter), then their events' rows (by id
+  and by ``canonical_id``), planned by ``plan_retraction``; hand-overs are PATCHed first (a cleared
+  ``canonical_id`` is stored as ""), then the retracted rows deleted, so a failure midway leaves rows a
+  retry removes, never an event pointing at a deleted one.
 - ``update``: one object PATCH per event (``weight``, ``noise`` or ``status``, and ``updated_at``), each
   atomic; a call for several events is not, but repeating it is harmless.
 - ``users``: tenant names are one-way hashes, so the (tenant, user) pair is read back from the
@@ -101,6 +105,7 @@ from memory.episodic import (
     StoredEvent,
     merged_confidence,
     plan_overflow,
+    plan_retraction,
 )
 from memory.errors import ConfigurationError, TransientError
 from memory.models import EventType
@@ -476,6 +481,39 @@ class WeaviateEpisodicStore:
                     deleted += result.successful
         return deleted
 
+    def retract(self, tenant: str, user_id: str, message_ids: Sequence[str]) -> int:
+        if not message_ids:
+            return 0
+        with _boundary("retract"):
+            handle = self._handle(tenant, user_id)
+            if handle is None:
+                return 0
+            holding = Filter.by_property("message_ids").contains_any(list(dict.fromkeys(message_ids)))
+            touched = self._fetch_all(handle, holding)
+            heads = sorted({o.properties["canonical_id"] or o.properties["event_id"] for o in touched})
+            if not heads:
+                return 0
+            rows = {o.properties["event_id"]: o for o in touched}
+            for chunk in _chunks(heads):
+                for where in (Filter.by_id().contains_any([object_id(i) for i in chunk]),
+                              Filter.by_property("canonical_id").contains_any(chunk)):
+                    rows.update((o.properties["event_id"], o) for o in self._fetch_all(handle, where))
+            plan = plan_retraction([_event(o.properties) for o in rows.values()], message_ids)
+            # hand-overs first: a failure midway leaves rows of the retracted message, which a retry removes
+            now = time.time()
+            for event_id, fields in plan.updates.items():
+                props = {k: "" if k == "canonical_id" and v is None else v for k, v in fields.items()}
+                handle.data.update(uuid=object_id(event_id), properties={**props, "updated_at": now})
+            for chunk in _chunks(plan.removed):
+                result = handle.data.delete_many(where=Filter.by_id().contains_any([object_id(i) for i in chunk]))
+                if result.failed:
+                    raise TransientError(f"weaviate failed to delete {result.failed} events")
+        return len(plan.removed)
+
+    @staticmethod
+    def _fetch_all(handle: Any, where: Any) -> list:
+        return handle.query.fetch_objects(filters=where, limit=10_000, return_properties=_READ).objects
+
     def update(self, tenant: str, user_id: str, event_ids: Sequence[str], **fields: float | str) -> int:
         unknown = set(fields) - UPDATABLE
         if unknown:
@@ -633,4 +671,5 @@ def _event(props: dict) -> StoredEvent:
     if fields["noise"] is None:  # written before the property existed
         fields["noise"] = 1.0
     fields["said_at"] = fields["said_at"] or 0.0
+    fields["canonical_id"] = fields["canonical_id"] or None  # "" once a hand-over cleared it (``retract``)
     return StoredEvent(**fields)

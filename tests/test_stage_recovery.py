@@ -1,0 +1,90 @@
+"""A stage that stops making progress is reported, and a killed embed worker recovers on a loaded box."""
+
+import json
+import multiprocessing as mp
+import os
+import signal
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.stacks import running_stack
+from workers.client import MnemeClient
+
+
+@pytest.fixture(scope="module")
+def sstack(tmp_path_factory):
+    with running_stack(tmp_path_factory, "stages", MNEME_STAGE_STALL_AFTER_S="5",
+                       MNEME_CONSENT_REQUIRED="false") as stack:
+        yield stack
+
+
+def _spin(stop) -> None:
+    while not stop.is_set():
+        sum(i * i for i in range(10_000))
+
+
+def _children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def _post(client, user: str, texts: list[str]) -> list[str]:
+    return [client.remember(user_id=user, session_id=f"{user}-s", message_id=f"m{i}-{time.time_ns()}",
+                            role="user", content=text, client_ts=time.time()).job_id for i, text in enumerate(texts)]
+
+
+def _health(stack) -> dict:
+    return httpx.get(stack.api_url + "/healthz", timeout=10).json()
+
+
+def test_a_stage_whose_queue_grows_while_nothing_finishes_makes_healthz_degraded(sstack, uid):
+    with MnemeClient(sstack.api_url) as client:  # every stage has started and finished work once
+        assert [j.state for j in client.wait(_post(client, f"w{uid}", ["热身 warm-up"]), timeout=180)] == ["done"]
+    assert _health(sstack)["status"] == "ok"
+    sstack.stop_one("worker-embed")
+    try:
+        with MnemeClient(sstack.api_url) as client:
+            jobs = _post(client, f"u{uid}", ["我喜欢爬山", "I collect old maps"])
+            deadline, body = time.monotonic() + 60, {}
+            while time.monotonic() < deadline:
+                body = _health(sstack)
+                if "stage:embed" in body["backends"]:
+                    break
+                assert body["status"] == "ok", json.dumps(body)  # nothing else is wrong meanwhile
+                time.sleep(0.5)
+            assert body["status"] == "degraded" and body["backends"]["stage:embed"].startswith("stalled: "), body
+            assert "stage:extract" not in body["backends"]  # the stage that works is not blamed
+    finally:
+        sstack.start_one("worker-embed")
+    with MnemeClient(sstack.api_url) as client:
+        assert all(j.state == "done" for j in client.wait(jobs, timeout=180))
+    deadline = time.monotonic() + 60
+    while _health(sstack)["status"] != "ok":
+        assert time.monotonic() < deadline, _health(sstack)
+        time.sleep(0.5)
+
+
+def test_a_killed_embed_child_is_replaced_and_working_on_a_loaded_box(sstack, uid):
+    worker = sstack.procs["worker-embed"].pid
+    deadline = time.monotonic() + 60
+    while not _children(worker):  # the pool child is up
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    [child] = _children(worker)
+    stop = mp.Event()
+    hogs = [mp.Process(target=_spin, args=(stop,), daemon=True) for _ in range(3)]
+    for hog in hogs:
+        hog.start()
+    try:
+        os.kill(child, signal.SIGKILL)
+        with MnemeClient(sstack.api_url) as client:
+            jobs = _post(client, f"u{uid}", ["我在学日语", "My cat is called Miso", "我的目标是跑完半马"])
+            done = client.wait(jobs, timeout=240)  # a replacement loads the model under load and works
+        assert all(j.state == "done" for j in done), [(j.state, j.error) for j in done]
+        assert _children(worker) and child not in _children(worker)
+    finally:
+        stop.set()
+        for hog in hogs:
+            hog.join(5)
