@@ -36,6 +36,14 @@ class Policy(BaseModel):
     def keeps_long_term(self) -> bool:
         return self.long_term or not self.consent_required
 
+    def why_no_beliefs(self) -> str | None:
+        """Why no belief may be written for this user (by anyone, a correction included), or None."""
+        if self.child:
+            return "the user is in child mode, and no beliefs are kept for a child"
+        if not self.keeps_long_term:
+            return "the user has not consented to long-term memory: grant consent first (PUT .../consent)"
+        return None
+
 
 def user_hash(tenant: str, user_id: str) -> str:
     return hashlib.sha256(f"{tenant}\x1f{user_id}".encode()).hexdigest()[:32]

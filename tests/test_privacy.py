@@ -281,3 +281,20 @@ def test_every_file_the_stack_keeps_is_the_owners_only(pstack, api, uid):
               for p in [pstack.data_dir, *pstack.data_dir.rglob("*")]
               if not p.is_symlink() and p.stat().st_mode & 0o077]
     assert opened == []  # stores, WAL and SHM files, the AOF, archive, audit log, logs, metrics: 0600 in 0700
+
+
+def test_no_belief_is_set_for_a_user_without_consent_or_for_a_child(pstack, uid):
+    def put(user, obj):
+        return httpx.put(f"{pstack.api_url}/v1/users/{user}/beliefs",
+                         json={"relation": "likes", "object": obj, "operator_id": "teacher"})
+
+    stranger, kid = f"noconsent{uid}", f"kid{uid}b"
+    r = put(stranger, "围棋")
+    assert r.status_code == 409 and "consent" in r.json()["message"] and "围棋" not in r.text
+    assert profile(pstack, stranger) == []
+    consent(pstack, kid)
+    child = {"child": True, "operator_id": "parent"}
+    httpx.put(f"{pstack.api_url}/v1/users/{kid}/child", json=child).raise_for_status()
+    r = put(kid, "dinosaurs")
+    assert r.status_code == 409 and "child" in r.json()["message"] and "dinosaurs" not in r.text
+    assert profile(pstack, kid) == []

@@ -23,7 +23,7 @@ from memory.audit import graph_write_record, record
 from memory.beliefs import Belief
 from memory.episodic import ALL_STATUSES
 from memory.erasure import Receipt, erase_user
-from memory.errors import InvalidInput, MnemeError, NotFound
+from memory.errors import Conflict, InvalidInput, MnemeError, NotFound
 from memory.feedback import FeedbackIn, FeedbackResult, Metrics
 from memory.jobs import JobStatus
 from memory.models import ID_PATTERN, ID_RULE, EventType
@@ -184,7 +184,10 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
     @app.put("/v1/users/{user_id}/beliefs", response_model=Belief, tags=["semantic memory"])
     def correct_belief(tenant: Tenant, user_id: PathId, body: BeliefIn) -> Belief:
         """Set a belief as the user states it (source human): effective at once, audited, and later
-        automatic extraction does not override it."""
+        automatic extraction does not override it. Refused (409) for a child, or a user without consent."""
+        reason = rt.policies.get(tenant, user_id).why_no_beliefs()
+        if reason:
+            raise Conflict(f"no belief can be set for user {user_id!r}: {reason}")
         change = rt.beliefs.correct(tenant, user_id, body.relation, body.object, body.confidence, body.operator_id)
         rt.audit.write([graph_write_record(change, operator_id=body.operator_id)])
         return next(b for b in rt.beliefs.profile(tenant, user_id) if b.rel_id == change.rel_id)
