@@ -17,10 +17,9 @@ import time
 
 from celery import Task, signals
 
-from memory import telemetry
+from memory import stages, telemetry
 from memory.runtime import get_runtime
-from workers import logs, stages
-from workers.celery_app import ROUTES
+from workers import logs
 
 log = logging.getLogger(__name__)
 
@@ -50,12 +49,11 @@ def _task_finished(task_id: str | None = None, task: Task | None = None, state: 
     started = _started.pop(task_id or "", None)
     if started is not None and task is not None:
         telemetry.TASK_SECONDS.labels(task.name, state or "UNKNOWN").observe(time.perf_counter() - started)
-        queue = ROUTES.get(task.name)  # a batch task's request carries no delivery info
-        if queue and state == "SUCCESS":
+        if state == "SUCCESS":  # stages are named as their queues (memory.retract, on extract's, notes its own)
             try:
-                stages.note_progress(get_runtime().redis, queue)
+                stages.note_progress(get_runtime().redis, stage_of(task))
             except Exception:  # noqa: BLE001 - progress is for /healthz; it never fails a task
-                log.debug("could not note progress of %s", queue)
+                log.debug("could not note progress of %s", stage_of(task))
     logs.clear_task()
 
 

@@ -18,7 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from memory import feedback, ids
+from memory import feedback, ids, stages
 from memory.audit import graph_write_record, record
 from memory.beliefs import Belief
 from memory.episodic import ALL_STATUSES
@@ -35,7 +35,6 @@ from memory.tenants import authenticate
 from memory.text import clean
 from memory.working import RolledBack, SessionView
 from tasks.envelope import task_message
-from workers import stages
 from workers.celery_app import QUEUES, ROUTES
 from workers.logs import request_id
 from workers.observability import install

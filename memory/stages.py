@@ -1,5 +1,6 @@
-"""Is each pipeline stage making progress? Workers note when a task of a queue finishes; ``/healthz``
-reports a stage whose queue holds work while nothing of it has finished for ``stage_stall_after_s``
+"""Is each pipeline stage making progress? Workers note when a task of a stage (named as its queue)
+finishes; ``/healthz`` reports a stage whose queue holds work while nothing of it has finished for
+``stage_stall_after_s``
 (a worker that keeps dying, a model that never loads) instead of saying ok while the queue grows."""
 
 from __future__ import annotations
