@@ -39,6 +39,7 @@ import numpy as np
 import redis
 
 from memory import ids, keys
+from memory.jobs import JobWork
 from memory.models import Message, Role
 from memory.runtime import Runtime
 from memory.settings import Settings
@@ -264,7 +265,9 @@ def bench_memory(url: str, sessions: int, per_session: int) -> dict:
             session, job_id = f"s{s:04d}", ids.job_id(TENANT, f"s{s:04d}", f"m{j}")
             message = Message(tenant=TENANT, user_id=f"u{s:04d}", session_id=session, message_id=f"m{j}",
                               role=Role(role), content=clean(text), client_ts=now)
-            rt.jobs.extracted(job_id, ["embed", "graph"], [e.event_id for e in extract(message).events])
+            extraction = extract(message)
+            rt.jobs.extracted(job_id, ["embed", "graph"], [e.event_id for e in extraction.events],
+                              JobWork(mode="full", events=extraction.events, facts=extraction.facts))
             rt.jobs.complete(job_id, "embed")
             rt.jobs.complete(job_id, "graph")
     after = client.info("memory")["used_memory"]

@@ -25,7 +25,7 @@ import redis
 from pydantic import BaseModel
 
 from memory import keys
-from memory.errors import InvalidInput, NotFound, TransientError
+from memory.errors import InvalidInput, NotFound, TransientError, described
 from memory.working import REDIS_ERRORS
 
 CAP = 100_000
@@ -64,16 +64,22 @@ class DeadLetter(BaseModel):
     retries: int = 0
     failed_at: float
     job_id: str | None = None
+    tenant: str | None = None  # whose job it was (tasks carry ids only, so the payload no longer says)
+    user_id: str | None = None
 
 
 def push(client: redis.Redis, *, task_id: str, task: str, queue: str | None, args: Sequence[Any] = (),
          kwargs: Mapping[str, Any] | None = None, error: BaseException, traceback: str | None = None,
-         retries: int = 0, job_id: str | None = None, cap: int = CAP) -> bool:
-    """Keep a failed task with its payload and error; False if this task id is already kept."""
+         retries: int = 0, job_id: str | None = None, owner: tuple[str, str] | None = None,
+         cap: int = CAP) -> bool:
+    """Keep a failed task with its arguments (ids) and error; False if this task id is already kept.
+    ``owner``: the (tenant, user id) the task worked for, so the user's erasure and export find it."""
+    tenant, user_id = owner or (None, None)
     letter = DeadLetter(
         id=task_id, task=task, queue=queue, args=builtins.list(args), kwargs=dict(kwargs or {}),
-        error_type=type(error).__name__, error_message=str(error)[:2000],
+        error_type=type(error).__name__, error_message=described(error)[:2000],
         traceback=_last_frames(error, traceback), retries=retries, failed_at=time.time(), job_id=job_id,
+        tenant=tenant, user_id=user_id,
     )
     script = client.register_script(_PUSH)
     return bool(_call(script, keys=[keys.DEAD_LETTERS, keys.DEAD_LETTERS_BY_ID],
@@ -106,14 +112,16 @@ def count(client: redis.Redis) -> int:
 
 
 def of_user(client: redis.Redis, tenant: str, user_id: str) -> builtins.list[DeadLetter]:
-    """Dead letters whose payload is this user's: a message (extract, llm), an embed item, graph facts."""
+    """Dead letters of this user's tasks."""
     letters = [DeadLetter.model_validate_json(v) for v in _call(client.hvals, keys.DEAD_LETTERS_BY_ID)]
     return [d for d in letters if _belongs(d, tenant, user_id)]
 
 
 def _belongs(letter: DeadLetter, tenant: str, user_id: str) -> bool:
-    kw = letter.kwargs
-    payloads = [kw.get("message"), kw.get("item"), *(kw.get("facts") or [])]
+    if (letter.tenant, letter.user_id) == (tenant, user_id):
+        return True
+    kw = letter.kwargs  # a letter kept before tasks carried ids only: its payload names the user
+    payloads = [kw, kw.get("message"), kw.get("item"), *(kw.get("facts") or [])]
     return any(isinstance(p, dict) and p.get("tenant") == tenant and p.get("user_id") == user_id for p in payloads)
 
 

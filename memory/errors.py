@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 
 class MnemeError(Exception):
     """Base of every error Mneme raises on purpose."""
@@ -57,3 +59,13 @@ class ConfigurationError(MnemeError):
 class TransientError(MnemeError):
     status = 503
     code = "backend_unavailable"
+
+
+def described(exc: BaseException) -> str:
+    """An error as it may be written down (a job's error, a dead letter, a log line): a validation error
+    names the fields and what is wrong with them, never the values (they may be a user's words)."""
+    if isinstance(exc, ValidationError):
+        problems = exc.errors(include_input=False, include_url=False, include_context=False)
+        parts = [f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in problems]
+        return f"{len(problems)} validation error(s) for {exc.title}: " + "; ".join(parts)
+    return str(exc)

@@ -4,8 +4,10 @@ A job is created in the same atomic step that accepts its message (see ``working
 declares the branches that follow (embed, graph); each branch completes at most once however often
 it is redelivered, and the job is done when the last one completes.
 
-An unfinished job holds its message (``payload``) so that it can be re-sent; a finished one (done, or
-ended on purpose) drops it — the text lives on in memory, not in a copy here — and keeps only its
+An unfinished job holds its message (``payload``) and, once extracted, what the stages after extraction
+need (``work``: the mode, the events and the anchored facts): tasks carry only the job id and read their
+input here, so no task argument, dead letter or Flower page holds a user's words. A finished job (done, or
+ended on purpose) drops both — the text lives on in memory, not in a copy here — and keeps only its
 status, for ``job_done_ttl_s``.
 """
 
@@ -13,13 +15,15 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
+from typing import TypeVar
 
 import redis
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from memory import keys
-from memory.errors import NotFound, TransientError
-from memory.models import Message
+from memory.errors import InvalidInput, NotFound, TransientError, described
+from memory.models import Event, Fact, Message
 from memory.working import REDIS_ERRORS
 
 # A finished job: its status without the message, rewritten so Redis can store it compactly again (a
@@ -28,7 +32,8 @@ _RETIRE = """
 local function retire(job, ttl)
   local fields, keep = redis.call('HGETALL', job), {}
   for i = 1, #fields, 2 do
-    if fields[i] ~= 'payload' then keep[#keep + 1] = fields[i]; keep[#keep + 1] = fields[i + 1] end
+    local name = fields[i]
+    if name ~= 'payload' and name ~= 'work' then keep[#keep + 1] = name; keep[#keep + 1] = fields[i + 1] end
   end
   redis.call('DEL', job)
   redis.call('HSET', job, unpack(keep))
@@ -42,7 +47,7 @@ local ended = redis.call('HGET', KEYS[1], 'state')
 if ended == 'dropped' or ended == 'retracted' then return 0 end  -- ended on purpose while it ran
 redis.call('HSETNX', KEYS[1], 'done:extract', ARGV[3])
 if redis.call('HSETNX', KEYS[1], 'branches', ARGV[1]) == 1 then
-  redis.call('HSET', KEYS[1], 'events', ARGV[2], 'state', 'extracted', 'updated_at', ARGV[3])
+  redis.call('HSET', KEYS[1], 'events', ARGV[2], 'state', 'extracted', 'updated_at', ARGV[3], 'work', ARGV[6])
 end
 if tonumber(redis.call('HGET', KEYS[1], 'branches')) <= 0 then
   redis.call('HSET', KEYS[1], 'state', 'done', 'finished_at', ARGV[3])
@@ -80,6 +85,7 @@ return 1
 """
 
 STAGES = ("extract", "embed", "graph")
+_M = TypeVar("_M", bound=BaseModel)
 
 
 class JobStatus(BaseModel):
@@ -99,6 +105,36 @@ class JobStatus(BaseModel):
     error: str | None = None
     note: str | None = Field(None, description="Why the job ended early (consent off, user erased, or its "
                                                "message retracted: state 'retracted' once nothing of it is left).")
+
+
+class JobWork(BaseModel):
+    """What extraction left for the stages after it."""
+
+    mode: str
+    events: list[Event]
+    facts: list[Fact] = []
+
+
+class JobInput:
+    """A job's stored input, decoded on demand so one malformed job fails alone; a decoding error names
+    fields, never values."""
+
+    def __init__(self, job_id: str, payload: str, work: str | None) -> None:
+        self.job_id, self._payload, self._work = job_id, payload, work
+
+    def message(self) -> Message:
+        return _decode(Message, self._payload, f"job {self.job_id}: its message")
+
+    def work(self) -> JobWork | None:
+        """None until extraction has run."""
+        return None if self._work is None else _decode(JobWork, self._work, f"job {self.job_id}: its extraction")
+
+
+def _decode(model: type[_M], raw: str, what: str) -> _M:
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        raise InvalidInput(f"{what} is malformed ({described(exc)})") from None
 
 
 class Jobs:
@@ -133,9 +169,16 @@ class Jobs:
             note=fields.get("note"),
         )
 
-    def extracted(self, job_id: str, branches: list[str], event_ids: list[str]) -> None:
-        """Record extraction's result once; a job with no branch left is done."""
-        args = [len(branches), json.dumps(event_ids), time.time(), job_id, self._done_ttl_s]
+    def owner(self, job_id: str) -> tuple[str, str] | None:
+        """(tenant, user id) of a job whose record is still kept."""
+        who = self._call(self._redis.hget, keys.job(job_id), "who")
+        return tuple(json.loads(who)[:2]) if who else None  # type: ignore[return-value]
+
+    def extracted(self, job_id: str, branches: list[str], event_ids: list[str], work: JobWork) -> None:
+        """Record extraction's result once (a redelivered extraction keeps the first); a job with no branch
+        left is done."""
+        args = [len(branches), json.dumps(event_ids), time.time(), job_id, self._done_ttl_s,
+                work.model_dump_json(exclude_defaults=True)]
         self._call(self._start, keys=[keys.job(job_id), keys.PENDING], args=args)
 
     def note(self, job_id: str, **info: int | str) -> None:
@@ -163,17 +206,29 @@ class Jobs:
         self._set(job_id, {"state": "failed", "error": f"{stage}: {error}"[:2000]})
         self._call(self._redis.zrem, keys.PENDING, job_id)
 
-    def stale(self, older_than_s: float, limit: int) -> list[tuple[str, Message]]:
+    def inputs(self, job_ids: Sequence[str]) -> list[JobInput | None]:
+        """What each job's tasks work on, in one round trip; None for a job with nothing left to do (done,
+        ended on purpose, erased, or older than the job TTL)."""
+        pipe = self._redis.pipeline(transaction=False)
+        for job_id in job_ids:
+            pipe.hmget(keys.job(job_id), "payload", "work")
+        rows = self._call(pipe.execute)
+        return [JobInput(job_id, payload, work) if payload is not None else None
+                for job_id, (payload, work) in zip(job_ids, rows, strict=True)]
+
+    def input(self, job_id: str) -> JobInput | None:
+        return self.inputs([job_id])[0]
+
+    def stale(self, older_than_s: float, limit: int) -> list[str]:
         """Jobs accepted more than ``older_than_s`` ago and still not done, oldest first."""
         cutoff = time.time() - older_than_s
         ids = self._call(self._redis.zrangebyscore, keys.PENDING, "-inf", cutoff, start=0, num=limit)
         out = []
-        for job_id in ids:
-            payload = self._call(self._redis.hget, keys.job(job_id), "payload")
-            if payload is None:  # the job finished meanwhile, or its record expired: nothing to re-send
+        for job_id, found in zip(ids, self.inputs(ids), strict=True):
+            if found is None:  # the job finished meanwhile, or its record expired: nothing to re-send
                 self._call(self._redis.zrem, keys.PENDING, job_id)
                 continue
-            out.append((job_id, Message.model_validate_json(payload)))
+            out.append(job_id)
         return out
 
     @staticmethod

@@ -10,7 +10,7 @@ expects a single Redis (or a primary with replicas), not Redis Cluster.
 | mneme:wm:{t:s}:full                   | hash | seq → full text of a cut reply          | session TTL    |
 | mneme:wm:{t:s}:snap                   | hash | version → ordered seqs (kept versions)  | session TTL    |
 | mneme:wm:{t:s}:ids                    | hash | message_id → "seq|content hash[|r]" (r: retracted) | session TTL |
-| mneme:job:{job_id}                    | hash | job state, stages, payload for redrive  | job TTL        |
+| mneme:job:{job_id}                    | hash | job state, stages, its tasks' input     | job TTL        |
 | mneme:pending                         | zset | job ids accepted and not yet done       | none (1)       |
 | mneme:llm:tokens:{tenant}:{yyyymmdd}  | str  | LLM tokens spent that UTC day           | 2 days         |
 | mneme:llm:failures                    | hash | reason → count of LLM calls that failed | none (2)       |

@@ -19,13 +19,14 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
-from memory import anchoring, feedback, ids, keys, tuning
+from memory import anchoring, childmode, feedback, ids, keys, tuning
 from memory.audit import graph_write_record, layer_records
-from memory.crypto import open_text
+from memory.crypto import SEALED_TEXT, open_text
 from memory.embedding import embed_in_context
 from memory.episodic import AddReport
 from memory.errors import NotFound
 from memory.extraction import extract
+from memory.jobs import JobInput, JobWork
 from memory.models import Event, EventType, Extraction, Fact, Message, Relation
 from memory.policy import CHILD_AGE
 from memory.runtime import Runtime
@@ -37,14 +38,16 @@ RETRACTED_NOTE = "its message was taken back (撤回) by a rollback: nothing of 
 
 
 class EmbedItem(BaseModel):
+    """One message's embed input, built from its job (``embed_item``)."""
+
     job_id: str
     text: str  # empty in child mode: nothing of the content is embedded
     events: list[Event]
-    tenant: str = ""
-    user_id: str = ""
-    received_at: float = 0.0
-    session_id: str = ""
-    message_id: str = ""
+    tenant: str
+    user_id: str
+    received_at: float
+    session_id: str
+    message_id: str
 
 
 class Mode(StrEnum):
@@ -66,10 +69,16 @@ def gate(rt: Runtime, job_id: str, message: Message) -> tuple[Mode, Message]:
     if not policy.keeps_long_term:
         rt.jobs.finish(job_id, "done", "long-term memory is off until the user consents: working memory only")
         return Mode.working_only, message
+    return (Mode.child if policy.child else Mode.full), opened(rt, message)
+
+
+def opened(rt: Runtime, message: Message) -> Message:
+    """The message with its text unsealed (a child's is sealed at rest); empty once the user's key is gone."""
+    if not message.content.startswith(SEALED_TEXT):
+        return message
     key = rt.keys.get(message.tenant, message.user_id, create=False)
     text = open_text(key, message.content, f"{message.session_id}\x1f{message.message_id}")
-    opened = message.model_copy(update={"content": text or ""})
-    return (Mode.child if policy.child else Mode.full), opened
+    return message.model_copy(update={"content": text or ""})
 
 
 def rule_stage(rt: Runtime, mode: Mode, message: Message) -> tuple[Mode, Extraction]:
@@ -78,12 +87,17 @@ def rule_stage(rt: Runtime, mode: Mode, message: Message) -> tuple[Mode, Extract
         feedback.note_failure(rt, message.tenant, message.session_id)
     if mode is Mode.full and any(f.relation is Relation.age and f.object.isdigit() and int(f.object) < CHILD_AGE
                                  for f in extraction.facts):
-        rt.policies.set_child(message.tenant, message.user_id, True, by=f"declared in {message.message_id}")
+        declared = f"declared in {message.message_id}"
+        rt.policies.set_child(message.tenant, message.user_id, True, by=declared)
+        childmode.bring_under_child_rules(rt, message.tenant, message.user_id, declared, source="pipeline")
         mode = Mode.child
     if mode is Mode.child:  # type only: no content, no keywords, no index tokens, no graph writes
-        events = [e.model_copy(update={"summary": "", "keywords": [], "tokens": []}) for e in extraction.events]
-        extraction = Extraction(events=events, facts=[])
+        extraction = Extraction(events=type_only(extraction.events), facts=[])
     return mode, extraction
+
+
+def type_only(events: Sequence[Event]) -> list[Event]:
+    return [e.model_copy(update={"summary": "", "keywords": [], "tokens": []}) for e in events]
 
 
 def needs_llm(rt: Runtime, extraction: Extraction) -> bool:
@@ -91,23 +105,43 @@ def needs_llm(rt: Runtime, extraction: Extraction) -> bool:
     return bool(rt.settings.llm_base_url) and all(e.event_type is EventType.statement for e in extraction.events)
 
 
-def llm_stage(rt: Runtime, job_id: str, message: Message, fallback: Extraction) -> Extraction:
+def llm_stage(rt: Runtime, job_id: str, message: Message) -> Extraction:
     """Never loses the message: any LLM failure returns the rules' result, counted by reason."""
-    extraction, outcome = rt.llm.extract(message, fallback)
+    extraction, outcome = rt.llm.extract(message, extract(message))
     rt.jobs.note(job_id, llm=outcome.reason, llm_tokens=outcome.tokens)
     return extraction
 
 
 def declare(rt: Runtime, job_id: str, message: Message, extraction: Extraction,
-            mode: Mode = Mode.full) -> tuple[EmbedItem, list[Fact]]:
+            mode: Mode = Mode.full) -> list[str]:
     """Anchor the facts, record the extraction on the job and say which branches follow (embed, and
-    graph if any facts). Branches are declared before they are sent, so none can finish first."""
+    graph if any facts). Branches are declared before they are sent, so none can finish first; their
+    input is the job's (``Jobs.inputs``), so their tasks carry only the job id."""
     facts = anchor_facts(rt, message, extraction.facts)
     branches = ["embed"] + (["graph"] if facts else [])
-    rt.jobs.extracted(job_id, branches, [e.event_id for e in extraction.events])
-    return EmbedItem(job_id=job_id, text=message.content if mode is Mode.full else "", events=extraction.events,
-                     tenant=message.tenant, user_id=message.user_id, received_at=message.received_at,
-                     session_id=message.session_id, message_id=message.message_id), facts
+    rt.jobs.extracted(job_id, branches, [e.event_id for e in extraction.events],
+                      JobWork(mode=mode.value, events=extraction.events, facts=facts))
+    return branches
+
+
+def embed_item(rt: Runtime, found: JobInput) -> EmbedItem | None:
+    """A job's embed input (None if it was not extracted: nothing to embed)."""
+    work = found.work()
+    if work is None:
+        return None
+    message = found.message()
+    full = work.mode == Mode.full and not rt.policies.get(message.tenant, message.user_id).child  # a child since?
+    text = opened(rt, message).content if full else ""
+    events = work.events if full else type_only(work.events)
+    return EmbedItem(job_id=found.job_id, text=text, events=events, tenant=message.tenant,
+                     user_id=message.user_id, received_at=message.received_at, session_id=message.session_id,
+                     message_id=message.message_id)
+
+
+def graph_input(found: JobInput) -> tuple[list[Fact], float]:
+    """A job's anchored facts and when its message arrived."""
+    work = found.work()
+    return (work.facts if work else []), found.message().received_at
 
 
 def anchor_facts(rt: Runtime, message: Message, facts: list[Fact]) -> list[Fact]:
@@ -178,12 +212,7 @@ def embed_stage(rt: Runtime, items: Sequence[EmbedItem]) -> list[dict]:
 
 
 def _taken_back(rt: Runtime, item: EmbedItem) -> bool:
-    first = item.events[0] if item.events else None
-    session_id = item.session_id or (first.session_id if first else "")
-    message_id = item.message_id or (first.message_ids[0] if first else "")
-    if not item.message_id and first:  # queued before items named their message
-        item.session_id, item.message_id = session_id, message_id
-    return bool(message_id) and rt.working.retracted(item.tenant, session_id, message_id)
+    return rt.working.retracted(item.tenant, item.session_id, item.message_id)
 
 
 def graph_stage(rt: Runtime, job_id: str, facts: Sequence[Fact], received_at: float = 0.0) -> list[dict]:
@@ -233,7 +262,7 @@ def graph_done(rt: Runtime, job_id: str) -> None:
     rt.jobs.complete(job_id, "graph")
 
 
-def stale_jobs(rt: Runtime, limit: int) -> list[tuple[str, Message]]:
+def stale_jobs(rt: Runtime, limit: int) -> list[str]:
     return rt.jobs.stale(rt.settings.redrive_after_s, limit)
 
 

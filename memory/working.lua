@@ -1,6 +1,6 @@
 -- Working memory: every change to a session is one atomic step of this script.
--- KEYS: meta, msg, full, snap, ids, job, pending, user_sessions, metrics, policy, queue
--- ARGV[1] = op: 'append' | 'rollback' | 'read' | 'get' | 'retracted'
+-- KEYS: meta, msg, full, snap, ids, job, pending, user_sessions, metrics, policy, queue[, job keys ('seal')]
+-- ARGV[1] = op: 'append' | 'rollback' | 'read' | 'get' | 'retracted' | 'held' | 'seal'
 --
 -- A snapshot is the list of message seqs ordered by client timestamp, comma-joined, with a run of
 -- consecutive seqs written as 'first-last' ("1-50,52").
@@ -319,6 +319,41 @@ if op == 'retracted' then
   -- ARGV: op, message_id. Whether a rollback took the message back (the pipeline's stages ask).
   local seen = redis.call('HGET', ids, ARGV[2])
   return (seen and string.sub(seen, -2) == '|r') and 1 or 0
+end
+
+if op == 'held' then
+  -- ARGV: op. Everything of the session that holds text, read in one step (child mode, with 'seal').
+  local owner = redis.call('HGET', meta, 'user')
+  if not owner then return {'nosession'} end
+  return {'ok', owner, redis.call('HGETALL', msg), redis.call('HGETALL', full), redis.call('HKEYS', ids)}
+end
+
+if op == 'seal' then
+  -- ARGV: op, user, n, n x (seq, record, sealed record), m, m x (seq, full text, sealed full text), then for each
+  -- job key after the first 11 KEYS: (payload, sealed payload). A value is replaced only while it is still the
+  -- one 'held' read: records are never rewritten, only deleted once no kept snapshot needs them (and then stay
+  -- gone), and what was appended since is not touched, so nothing appended or rolled back meanwhile is lost.
+  if redis.call('HGET', meta, 'user') ~= ARGV[2] then return {'owner'} end
+  local sealed, i = {0, 0, 0}, 3
+  for part, hash in ipairs({msg, full}) do
+    local n = tonumber(ARGV[i])
+    i = i + 1
+    for _ = 1, n do
+      if redis.call('HGET', hash, ARGV[i]) == ARGV[i + 1] then
+        redis.call('HSET', hash, ARGV[i], ARGV[i + 2])
+        sealed[part] = sealed[part] + 1
+      end
+      i = i + 3
+    end
+  end
+  for k = 12, #KEYS do
+    if redis.call('HGET', KEYS[k], 'payload') == ARGV[i] then
+      redis.call('HSET', KEYS[k], 'payload', ARGV[i + 1])
+      sealed[3] = sealed[3] + 1
+    end
+    i = i + 2
+  end
+  return {'ok', sealed[1], sealed[2], sealed[3]}
 end
 
 return redis.error_reply('unknown op ' .. tostring(op))

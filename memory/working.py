@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import resources
 
 import redis
 from pydantic import AliasChoices, BaseModel, Field, TypeAdapter
 
-from memory import keys, telemetry
+from memory import ids, keys, telemetry
 from memory.crypto import SEALED_TEXT, open_text, seal_text
 from memory.errors import Conflict, NotFound, TransientError
 from memory.models import Message, Role
@@ -49,6 +49,11 @@ _RECORDS = TypeAdapter(list[StoredMessage])
 #: In a rollback's retraction task, where the script puts the retracted message ids and their owner.
 _IDS, _IDS_2, _USER = "@@MESSAGE_IDS@@", "@@MESSAGE_IDS_2@@", "@@USER_ID@@"
 RetractTask = Callable[[list[str], str], tuple[str, str]]
+
+
+def _pairs(flat: list) -> dict[str, str]:
+    """A hash as the script returns it (HGETALL: field, value, field, value…) → a dict."""
+    return dict(zip(flat[::2], flat[1::2], strict=True))
 
 
 class SessionView(BaseModel):
@@ -87,7 +92,7 @@ class WorkingMemory:
         self._open_key = open_key
 
     def _run(self, tenant: str, session_id: str, *args: object, job_id: str = "", user_id: str = "",
-             queue: str = "") -> list:
+             queue: str = "", job_keys: Sequence[str] = ()) -> list:
         k = keys.session(tenant, session_id)
         job_key = keys.job(job_id) if job_id else keys.job("-")
         sessions = keys.user_sessions(tenant, user_id) if user_id else keys.user_sessions(tenant, "-")
@@ -95,7 +100,7 @@ class WorkingMemory:
         try:
             with telemetry.observe_working(str(args[0])):  # args[0] is the op: append, read, rollback, get
                 return self._script(keys=[*k.all(), job_key, keys.PENDING, sessions, keys.metrics(tenant), policy,
-                                          queue or keys.job("-")], args=args)
+                                          queue or keys.job("-"), *job_keys], args=args)
         except REDIS_ERRORS as exc:
             raise TransientError(f"working memory unavailable: {exc}") from exc
 
@@ -226,6 +231,68 @@ class WorkingMemory:
     def retracted(self, tenant: str, session_id: str, message_id: str) -> bool:
         """Whether a rollback took this message back: its queued work is dropped (``memory.pipeline``)."""
         return self._run(tenant, session_id, "retracted", message_id) == 1
+
+    def seal_held(self, tenant: str, user_id: str, key: bytes) -> dict[str, int]:
+        """Child mode for what the user's sessions already hold: every plaintext message record (of every
+        kept snapshot), full text of a cut reply and queued job payload is sealed under ``key`` as ``append``
+        seals a child's, and still reads back through ``read`` and ``get``. Call it once the child flag is
+        set: from then on ``append`` seals by itself, so each session needs one read step ('held') and one
+        compare-and-set step ('seal'), and nothing appended or rolled back in between is lost or brought
+        back. Returns how many sessions, records, full texts and job payloads were sealed."""
+        try:
+            sessions = sorted(self._redis.smembers(keys.user_sessions(tenant, user_id)))
+        except REDIS_ERRORS as exc:
+            raise TransientError(f"working memory unavailable: {exc}") from exc
+        report = {"sessions": 0, "messages": 0, "full_texts": 0, "jobs": 0}
+        for session_id in sessions:
+            sealed = self._seal_session(tenant, user_id, session_id, key)
+            if sealed is not None:
+                report["sessions"] += 1
+                for name, n in zip(("messages", "full_texts", "jobs"), sealed, strict=True):
+                    report[name] += n
+        return report
+
+    def _seal_session(self, tenant: str, user_id: str, session_id: str, key: bytes) -> tuple[int, int, int] | None:
+        reply = self._run(tenant, session_id, "held")
+        if reply[0] != "ok" or reply[1] != user_id:  # expired, or another user's session
+            return None
+        records, fulls, message_ids = _pairs(reply[2]), _pairs(reply[3]), reply[4]
+
+        def protect(text: str, message_id: str) -> str:
+            return seal_text(key, text, f"{session_id}\x1f{message_id}")
+
+        owners, changed = {}, []  # seq → message id; (seq, record, sealed record)
+        for seq, raw in records.items():
+            record = json.loads(raw)  # keys keep their order: the client timestamp stays first
+            owners[seq] = record["m"]
+            if not record["c"].startswith(SEALED_TEXT):
+                record["c"] = protect(record["c"], record["m"])
+                changed.append((seq, raw, json.dumps(record, ensure_ascii=False, separators=(",", ":"))))
+        cut = [(seq, text, protect(text, owners[seq])) for seq, text in fulls.items()
+               if seq in owners and not text.startswith(SEALED_TEXT)]
+        job_keys = [keys.job(ids.job_id(tenant, session_id, m)) for m in message_ids]
+        pipe = self._redis.pipeline(transaction=False)
+        for job_key in job_keys:
+            pipe.hget(job_key, "payload")
+        try:
+            payloads = pipe.execute() if job_keys else []
+        except REDIS_ERRORS as exc:
+            raise TransientError(f"working memory unavailable: {exc}") from exc
+        queued, swaps = [], []
+        for job_key, payload in zip(job_keys, payloads, strict=True):
+            message = json.loads(payload) if payload else {}
+            content = message.get("content", "")
+            if content and not content.startswith(SEALED_TEXT):
+                queued.append(job_key)
+                swaps += [payload, json.dumps({**message, "content": protect(content, message["message_id"])},
+                                              ensure_ascii=False, separators=(",", ":"))]
+        if not (changed or cut or queued):
+            return 0, 0, 0
+        reply = self._run(tenant, session_id, "seal", user_id, len(changed), *(x for c in changed for x in c),
+                          len(cut), *(x for c in cut for x in c), *swaps, job_keys=queued)
+        if reply[0] != "ok":
+            return None
+        return int(reply[1]), int(reply[2]), int(reply[3])
 
     def get(self, tenant: str, session_id: str, message_id: str) -> tuple[StoredMessage, str]:
         """One message with its full text (a cut assistant reply comes back whole)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from celery import Task
 
 from memory import deadletters
-from memory.errors import TransientError
+from memory.errors import TransientError, described
 from memory.runtime import get_runtime
 
 
@@ -22,9 +22,12 @@ class MnemeTask(Task):
         return get_runtime().settings.task_max_retries
 
     def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:  # noqa: ANN001 - Celery's signature
-        job_id = kwargs.get("job_id")
-        deadletters.push(get_runtime().redis, task_id=task_id, task=self.name,
+        rt, job_id = get_runtime(), kwargs.get("job_id")
+        owner = rt.jobs.owner(job_id) if job_id else None
+        if owner is None and isinstance(kwargs.get("tenant"), str) and isinstance(kwargs.get("user_id"), str):
+            owner = (kwargs["tenant"], kwargs["user_id"])  # memory.retract
+        deadletters.push(rt.redis, task_id=task_id, task=self.name,
                          queue=(self.request.delivery_info or {}).get("routing_key"), args=args, kwargs=kwargs,
-                         error=exc, traceback=str(einfo), retries=self.request.retries, job_id=job_id)
+                         error=exc, traceback=str(einfo), retries=self.request.retries, job_id=job_id, owner=owner)
         if job_id:
-            get_runtime().jobs.fail(job_id, self.stage, f"{type(exc).__name__}: {exc}")
+            rt.jobs.fail(job_id, self.stage, f"{type(exc).__name__}: {described(exc)}")

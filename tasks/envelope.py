@@ -4,10 +4,10 @@ own: the API accepts a message, records its job and queues its extraction in one
 time in a Celery publish.
 
 The message is what ``app.send_task`` puts on a kombu Redis-transport queue (Celery message protocol 2,
-JSON), with three differences: the body is plain JSON (no ``body_encoding``, which kombu then reads as is);
-``kwargsrepr`` names the arguments without their values, so Flower and logs never show a message's text;
-and no ``task-sent`` event is sent (Flower sees the task from ``task-received`` on). It works because the
-broker is the working-memory Redis (``Settings.broker_url``).
+JSON), with two differences: the body is plain JSON (no ``body_encoding``, which kombu then reads as is), and
+no ``task-sent`` event is sent (Flower sees the task from ``task-received`` on). Like every Mneme task it
+carries ids only — the message is the job's (``memory.jobs``). It works because the broker is the
+working-memory Redis (``Settings.broker_url``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def task_message(task: str, task_id: str, kwargs: dict, queue: str,
     headers = {
         "lang": "py", "task": task, "id": task_id, "shadow": None, "eta": None, "expires": None, "group": None,
         "group_index": None, "retries": 0, "timelimit": [None, None], "root_id": task_id, "parent_id": None,
-        "argsrepr": "()", "kwargsrepr": "{" + ", ".join(f"{name!r}: …" for name in kwargs) + "}",
+        "argsrepr": "()", "kwargsrepr": repr(kwargs),
         "origin": _ORIGIN, "ignore_result": True, "replaced_task_nesting": 0, "stamped_headers": None, "stamps": {},
     }
     if request_id:

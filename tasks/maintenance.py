@@ -4,31 +4,45 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from celery import shared_task
+import redis
+from celery import Celery, shared_task
 
 from memory import erasure, maintenance, pipeline
 from memory.audit import layer_records, outbox
 from memory.pipeline import tuning_stage
-from memory.runtime import get_runtime
+from memory.runtime import Runtime, get_runtime
+from tasks import inflight
 from tasks.base import MnemeTask
 from tasks.pipeline import audit, extract, send_audit
 
 
-@shared_task(name="memory.redrive", base=MnemeTask, stage="maintenance")
-def redrive(dry_run: bool = False, limit: int = 500) -> dict:
-    """Re-send jobs accepted long ago and still not done, and audit records long held and still not
-    written (e.g. the broker lost them). Safe to run twice or concurrently: every stage is idempotent."""
+@shared_task(name="memory.redrive", base=MnemeTask, stage="maintenance", bind=True)
+def redrive(self: MnemeTask, dry_run: bool = False, limit: int = 500) -> dict:
+    """Re-send jobs accepted long ago, still not done and no longer held by the broker (lost), and audit
+    records long held and still not written. Safe to run twice or concurrently: every stage is idempotent."""
     rt = get_runtime()
-    stale = pipeline.stale_jobs(rt, limit)
+    report = lost_jobs(rt, self.app, limit)
     held = [] if dry_run else outbox.overdue(rt.redis, rt.settings.redrive_after_s, limit)
     if not dry_run:
-        for job_id, message in stale:
-            extract.apply_async(kwargs={"job_id": job_id, "message": message.model_dump(mode="json")},
-                                task_id=job_id)
+        for job_id in report["job_ids"]:
+            extract.apply_async(kwargs={"job_id": job_id}, task_id=job_id)
         for i in range(0, len(held), 100):
             audit.apply_async(kwargs={"records": held[i:i + 100]})
-    return {"stale": len(stale), "resent": 0 if dry_run else len(stale), "dry_run": dry_run,
-            "job_ids": [job_id for job_id, _ in stale], "audit_records_resent": len(held)}
+    return {**report, "resent": 0 if dry_run else len(report["job_ids"]), "dry_run": dry_run,
+            "audit_records_resent": len(held)}
+
+
+def lost_jobs(rt: Runtime, app: Celery, limit: int) -> dict:
+    """Of the jobs not done after ``MNEME_REDRIVE_AFTER_S``, those no queue and no worker holds: ``stale``
+    counts them all, ``in_flight`` those still on their way, ``job_ids`` the lost ones."""
+    stale = pipeline.stale_jobs(rt, limit)
+    held = inflight.held_job_ids(broker(app), app.amqp.queues) if stale else set()
+    lost = [job_id for job_id in stale if job_id not in held]
+    return {"stale": len(stale), "in_flight": len(stale) - len(lost), "job_ids": lost}
+
+
+def broker(app: Celery) -> redis.Redis:
+    return redis.Redis.from_url(app.conf.broker_url, decode_responses=True)
 
 
 @shared_task(name="memory.train_adapter", base=MnemeTask, stage="maintenance")

@@ -11,8 +11,8 @@ from celery_batches import Batches
 
 from memory import deadletters, pipeline
 from memory.audit import outbox
-from memory.errors import TransientError
-from memory.models import Extraction, Fact, Message
+from memory.errors import InvalidInput, TransientError, described
+from memory.models import Extraction, Message
 from memory.runtime import get_runtime
 from tasks.base import MnemeTask
 
@@ -20,15 +20,17 @@ log = logging.getLogger(__name__)
 
 
 @shared_task(name="memory.extract", base=MnemeTask, stage="extract")
-def extract(job_id: str, message: dict) -> dict:
+def extract(job_id: str) -> dict:
     rt = get_runtime()
-    mode, parsed = pipeline.gate(rt, job_id, Message.model_validate(message))
+    found = rt.jobs.input(job_id)
+    if found is None:
+        return {"mode": "gone"}
+    mode, parsed = pipeline.gate(rt, job_id, found.message())
     if mode in (pipeline.Mode.drop, pipeline.Mode.working_only):
         return {"mode": mode.value}
     mode, extraction = pipeline.rule_stage(rt, mode, parsed)
     if mode is pipeline.Mode.full and pipeline.needs_llm(rt, extraction):
-        llm_extract.apply_async(kwargs={"job_id": job_id, "message": parsed.model_dump(mode="json"),
-                                        "fallback": extraction.model_dump(mode="json")})
+        llm_extract.apply_async(kwargs={"job_id": job_id})
         return {"events": len(extraction.events), "facts": len(extraction.facts), "llm": True}
     return _fan_out(job_id, parsed, extraction, mode)
 
@@ -42,20 +44,24 @@ class LLMTask(MnemeTask):
 
 
 @shared_task(name="memory.llm_extract", base=LLMTask, stage="llm")
-def llm_extract(job_id: str, message: dict, fallback: dict) -> dict:
-    parsed = Message.model_validate(message)
-    extraction = pipeline.llm_stage(get_runtime(), job_id, parsed, Extraction.model_validate(fallback))
-    return _fan_out(job_id, parsed, extraction)
+def llm_extract(job_id: str) -> dict:
+    rt = get_runtime()
+    found = rt.jobs.input(job_id)
+    if found is None:
+        return {"mode": "gone"}
+    mode, parsed = pipeline.gate(rt, job_id, found.message())  # asked again: erased or taken back meanwhile?
+    if mode is not pipeline.Mode.full:
+        return {"mode": mode.value}
+    return _fan_out(job_id, parsed, pipeline.llm_stage(rt, job_id, parsed))
 
 
 def _fan_out(job_id: str, message: Message, extraction: Extraction,
              mode: pipeline.Mode = pipeline.Mode.full) -> dict:
-    item, facts = pipeline.declare(get_runtime(), job_id, message, extraction, mode)
-    embed.apply_async(kwargs={"item": item.model_dump(mode="json")})
-    if facts:
-        upsert_graph.apply_async(kwargs={"job_id": job_id, "facts": [f.model_dump(mode="json") for f in facts],
-                                         "received_at": message.received_at})
-    return {"events": len(extraction.events), "facts": len(facts), "mode": mode.value}
+    branches = pipeline.declare(get_runtime(), job_id, message, extraction, mode)
+    embed.apply_async(kwargs={"job_id": job_id})
+    if "graph" in branches:
+        upsert_graph.apply_async(kwargs={"job_id": job_id})
+    return {"events": len(extraction.events), "facts": len(extraction.facts), "mode": mode.value}
 
 
 @worker_process_init.connect
@@ -84,15 +90,22 @@ def embed(requests: list) -> int:
     # a transient error re-sends each request with backoff; anything else is isolated request by
     # request so one poison message fails its own job only.
     rt = get_runtime()
+    job_ids = [request.kwargs.get("job_id") for request in requests]
+    found = rt.jobs.inputs([job_id for job_id in job_ids if isinstance(job_id, str)])
     items = []
-    for request in requests:
+    for request, job_id in zip(requests, job_ids, strict=True):
+        if not isinstance(job_id, str):
+            _dead_letter(request, InvalidInput("an embed request names no job_id"), None)
+            continue
+        job = found.pop(0)
         try:
-            items.append((request, pipeline.EmbedItem.model_validate(request.kwargs["item"])))
-        except (KeyError, ValueError) as exc:
-            job_id = request.kwargs.get("item", {}).get("job_id")
+            item = pipeline.embed_item(rt, job) if job else None  # None: nothing left to do
+        except InvalidInput as exc:
             _dead_letter(request, exc, job_id)
-            if job_id:
-                rt.jobs.fail(job_id, "embed", f"malformed embed request: {exc}")
+            rt.jobs.fail(job_id, "embed", exc.message)
+            continue
+        if item is not None:
+            items.append((request, item))
     try:
         send_audit(pipeline.embed_stage(rt, [item for _, item in items]))
         return len(items)
@@ -108,7 +121,7 @@ def embed(requests: list) -> int:
                 _retry(request, item, exc)
             except Exception as exc:  # noqa: BLE001
                 _dead_letter(request, exc, item.job_id)
-                rt.jobs.fail(item.job_id, "embed", f"{type(exc).__name__}: {exc}")
+                rt.jobs.fail(item.job_id, "embed", f"{type(exc).__name__}: {described(exc)}")
         return 0
 
 
@@ -125,23 +138,28 @@ def send_audit(records: list[dict]) -> None:
 
 
 def _dead_letter(request, exc: Exception, job_id: str | None, retries: int = 0) -> None:
-    deadletters.push(get_runtime().redis, task_id=request.id, task="memory.embed", queue="embed",
-                     kwargs={"item": request.kwargs.get("item")}, error=exc, retries=retries, job_id=job_id)
+    rt = get_runtime()
+    deadletters.push(rt.redis, task_id=request.id, task="memory.embed", queue="embed",
+                     kwargs={"job_id": job_id} if job_id else {}, error=exc, retries=retries, job_id=job_id,
+                     owner=rt.jobs.owner(job_id) if job_id else None)
 
 
 def _retry(request, item: pipeline.EmbedItem, exc: Exception) -> None:
     attempt = int(request.kwargs.get("attempt", 0)) + 1
     if attempt > get_runtime().settings.task_max_retries:
         _dead_letter(request, exc, item.job_id, retries=attempt - 1)
-        get_runtime().jobs.fail(item.job_id, "embed", f"gave up after {attempt - 1} retries: {exc}")
+        get_runtime().jobs.fail(item.job_id, "embed", f"gave up after {attempt - 1} retries: {described(exc)}")
         return
-    embed.apply_async(kwargs={"item": item.model_dump(mode="json"), "attempt": attempt},
-                      countdown=min(60, 2**attempt))
+    embed.apply_async(kwargs={"job_id": item.job_id, "attempt": attempt}, countdown=min(60, 2**attempt))
 
 
 @shared_task(name="memory.upsert_graph", base=MnemeTask, stage="graph")
-def upsert_graph(job_id: str, facts: list[dict], received_at: float = 0.0) -> int:
-    records = pipeline.graph_stage(get_runtime(), job_id, [Fact.model_validate(f) for f in facts], received_at)
+def upsert_graph(job_id: str) -> int:
+    rt = get_runtime()
+    found = rt.jobs.input(job_id)
+    if found is None:  # done, ended on purpose, erased or expired: nothing left to write
+        return 0
+    records = pipeline.graph_stage(rt, job_id, *pipeline.graph_input(found))
     send_audit(records)
     pipeline.graph_done(get_runtime(), job_id)
     return len(records)

@@ -1,11 +1,15 @@
-"""The message a job was accepted for, as the pipeline received it — read back from working memory (a
-finished job keeps no copy of its text), for tests that replay or re-extract it."""
+"""Job records as the pipeline keeps them, for tests that send tasks straight to the broker: the message a job
+was accepted for (read back from working memory, since a finished job keeps no copy of its text), a job record
+written by hand (so a failing task has a job to mark failed), and a finished job put back as a kill -9 before
+its acks would have left it (so a redelivered task has real input)."""
 
 from __future__ import annotations
 
 import json
 
 from memory import keys
+from memory.extraction import extract
+from memory.jobs import JobWork
 from memory.models import Message
 from memory.runtime import Runtime
 
@@ -18,11 +22,28 @@ def accepted_message(rt: Runtime, job_id: str) -> Message:
                    received_at=record.received_at)
 
 
-def write_job(rt: Runtime, job_id: str, user_id: str = "u", session_id: str = "s", tenant: str = "default") -> None:
-    """A job record as the API writes it, for a task sent straight to the broker (so a failing task has
-    a job to mark failed)."""
+def write_job(rt: Runtime, job_id: str, user_id: str = "u", session_id: str = "s", tenant: str = "default",
+              payload: str | None = None, work: str | None = None) -> None:
+    """A job record as the API writes it (``payload``: its message as stored; ``work``: what extraction
+    left for embed and graph, as stored)."""
     message = Message(tenant=tenant, user_id=user_id, session_id=session_id, message_id=job_id, role="user",
                       content="x", client_ts=1.0)
-    rt.redis.hset(keys.job(job_id), mapping={
-        "state": "accepted", "accepted_at": message.received_at, "payload": message.model_dump_json(),
-        "who": json.dumps([tenant, user_id, session_id, job_id])})
+    fields = {"state": "accepted", "accepted_at": message.received_at, "payload": payload or message.model_dump_json(),
+              "who": json.dumps([tenant, user_id, session_id, job_id])}
+    if work is not None:
+        fields["work"] = work
+    rt.redis.hset(keys.job(job_id), mapping=fields)
+
+
+def reopen_job(rt: Runtime, job_id: str) -> Message:
+    """A done job put back to "extracted, embed and graph not yet acknowledged", its input restored: what the
+    redelivery of its tasks after a kill -9 sees."""
+    message = accepted_message(rt, job_id)
+    extraction = extract(message)
+    key = keys.job(job_id)
+    rt.redis.hdel(key, "done:embed", "done:graph", "finished_at")
+    rt.redis.hset(key, mapping={"state": "extracted", "branches": 2, "payload": message.model_dump_json(),
+                                "work": JobWork(mode="full", events=extraction.events,
+                                                facts=extraction.facts).model_dump_json()})
+    rt.redis.zadd(keys.PENDING, {job_id: float(rt.redis.hget(key, "accepted_at"))})
+    return message

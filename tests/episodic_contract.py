@@ -471,3 +471,37 @@ class EpisodicContract:
         assert (kept.count, kept.message_ids, kept.status) == (1, ["m-b"], LIVE)
         assert store.retract(T, user, ["m-b"]) == 1 and store.get(T, user, [ids("b")]) == []
         assert ids.names(e for e, _ in store.vector_search(T, user, unit(1), None, 5)) == ["c"]
+
+    # --- strip_content: a user who became a child ------------------------------------------------
+
+    def test_strip_content_leaves_every_row_of_the_user_type_only_and_keeps_its_metadata(self, store, ids):
+        now = time.time()
+        refund = unit(1, 0.05)
+        store.add([self.event(ids, "r0", tokens=[tok("退款"), tok("refund")], ts=now, sealed="我想退款".encode())],
+                  rows(refund), 0.9, 200)
+        store.add([self.event(ids, "r1", tokens=[tok("退款")], ts=now + 1)], rows(refund), 0.9, 200)  # merged
+        store.add([self.event(ids, "a", kind=EventType.statement, tokens=[tok("maths")], ts=now),  # evicted
+                   self.event(ids, "b", kind=EventType.preference, tokens=[tok("physics")], ts=now)],
+                  rows(unit(0, 1), unit(0, 0, 1)), 0.9, 2)
+        store.add([self.event(ids, "theirs", user="other", tokens=[tok("退款")])], rows(refund), 0.9, 200)
+        user, names = ids("u"), ["r0", "r1", "a", "b"]
+        before = store.get(T, user, [ids(n) for n in names])
+        assert {e.status for e in before} == {LIVE, MERGED, EVICTED}
+
+        assert store.strip_content(T, user, lambda event_id: b"none:" + event_id.encode(), "en") == 4
+        after = store.get(T, user, [ids(n) for n in names])
+        assert [e.sealed for e in after] == [b"none:" + ids(n).encode() for n in names]
+        assert all(e.lang == "en" and e.tokens == [] for e in after)
+        kept = {"sealed", "lang", "tokens"}
+        assert [e.model_dump(exclude=kept) for e in after] == [e.model_dump(exclude=kept) for e in before]
+        for word in ("退款", "refund", "maths", "physics"):
+            assert store.keyword_search(T, user, [tok(word)], None, 10) == []
+        dumped = store.dump(T, user, statuses=(LIVE, MERGED, EVICTED))
+        assert len(dumped) == 4 and all(not np.any(v) for _, v in dumped)  # nothing of the content is embedded
+
+        assert ids.names(e for e, _ in store.keyword_search(T, ids("other"), [tok("退款")], None, 5)) == ["theirs"]
+        [(theirs, vector)] = store.dump(T, ids("other"))
+        assert theirs.sealed == b"opaque" and np.allclose(vector, refund, atol=1e-5)
+        assert store.strip_content(T, user, lambda event_id: b"none:" + event_id.encode(), "en") == 4  # again
+        assert store.get(T, user, [ids(n) for n in names]) == after
+        assert store.strip_content(T, ids("nobody"), lambda event_id: b"", "en") == 0

@@ -160,12 +160,15 @@ def test_mneme_finds_the_stack_make_run_started_without_any_variable(tmp_path_fa
 
 def test_a_poison_task_lands_in_dead_letters_and_replays_into_them_again(runtime, celery, cli):
     job_id = accepted_job(runtime)
-    kwargs = {"job_id": job_id, "message": {"role": "robot"}}
+    runtime.redis.hset(f"mneme:job:{job_id}", "payload", json.dumps({"role": "robot", "content": "秘密 secret"}))
+    kwargs = {"job_id": job_id}  # tasks carry ids: the malformed message is the job's
     sent = celery.send_task("memory.extract", kwargs=kwargs)
     letter = wait_for(lambda: letter_or_none(runtime.redis, sent.id))
     assert (letter.task, letter.queue, letter.job_id, letter.kwargs) == ("memory.extract", "extract", job_id, kwargs)
-    assert letter.error_type == "ValidationError" and "role" in letter.error_message
-    assert "File " in letter.traceback and "ValidationError" in letter.traceback.splitlines()[-1]
+    assert (letter.tenant, letter.user_id) == ("default", "u")  # whose it was, for erasure and export
+    assert letter.error_type == "InvalidInput" and "role" in letter.error_message
+    assert "File " in letter.traceback and "InvalidInput" in letter.traceback.splitlines()[-1]
+    assert "robot" not in letter.model_dump_json() and "secret" not in letter.model_dump_json()
     assert len(letter.traceback.splitlines()) <= 20
     job = wait_for(lambda: (j := runtime.jobs.get(job_id)).state == "failed" and j)
     assert "extract" in job.error and "validation" in job.error.lower()
@@ -182,7 +185,7 @@ def test_a_poison_task_lands_in_dead_letters_and_replays_into_them_again(runtime
     assert letter_or_none(runtime.redis, sent.id) is None  # removed once sent
     again = wait_for(lambda: next((d for d in deadletters.list(runtime.redis, 100_000)
                                    if d.job_id == job_id and d.id != sent.id), None))
-    assert again.kwargs == kwargs and again.error_type == "ValidationError"  # re-sent, failed again, kept again
+    assert again.kwargs == kwargs and again.error_type == "InvalidInput"  # re-sent, failed again, kept again
 
     assert cli("dead", "drop", again.id).exit_code == 0
     assert letter_or_none(runtime.redis, again.id) is None
@@ -194,13 +197,18 @@ def test_a_poison_task_lands_in_dead_letters_and_replays_into_them_again(runtime
 
 def test_a_malformed_embed_request_lands_in_dead_letters(runtime, celery):
     job_id = accepted_job(runtime)
-    sent = celery.send_task("memory.embed", kwargs={"item": {"job_id": job_id, "bogus": True}})
+    runtime.redis.hset(f"mneme:job:{job_id}", "work", json.dumps({"mode": "full", "events": [{"bogus": True}]}))
+    sent = celery.send_task("memory.embed", kwargs={"job_id": job_id})
     letter = wait_for(lambda: letter_or_none(runtime.redis, sent.id))
     assert (letter.task, letter.queue, letter.job_id) == ("memory.embed", "embed", job_id)
-    assert letter.kwargs == {"item": {"job_id": job_id, "bogus": True}} and letter.error_type == "ValidationError"
+    assert letter.kwargs == {"job_id": job_id} and letter.error_type == "InvalidInput"
     job = wait_for(lambda: (j := runtime.jobs.get(job_id)).state == "failed" and j)
-    assert "malformed embed request" in job.error
-    deadletters.remove(runtime.redis, sent.id)
+    assert "its extraction is malformed" in job.error
+    nameless = celery.send_task("memory.embed", kwargs={})
+    nameless_letter = wait_for(lambda: letter_or_none(runtime.redis, nameless.id))
+    assert nameless_letter.error_message == "an embed request names no job_id"
+    for letter_id in (sent.id, nameless.id):
+        deadletters.remove(runtime.redis, letter_id)
 
 
 def test_replay_all_completes_a_job_whose_failure_cause_is_gone(runtime, client, cli, uid):
@@ -209,9 +217,8 @@ def test_replay_all_completes_a_job_whose_failure_cause_is_gone(runtime, client,
     job_id = ids.job_id("default", session, "m1")
     runtime.working.append(tenant="default", user_id=user, session_id=session, message_id="m1", role=Role.user,
                            content="我叫小明，我喜欢物理", client_ts=time.time(), job_id=job_id)
-    message = json.loads(runtime.redis.hget(f"mneme:job:{job_id}", "payload"))
     assert deadletters.push(runtime.redis, task_id=f"gave-up-{uid}", task="memory.extract", queue="extract",
-                            kwargs={"job_id": job_id, "message": message}, retries=8, job_id=job_id,
+                            kwargs={"job_id": job_id}, retries=8, job_id=job_id,
                             error=TransientError("graph store unavailable"))
     result = cli("dead", "replay", "--all")
     assert result.exit_code == 0, result.output
@@ -332,11 +339,13 @@ def remember_two_users(client, uid, bob_message_id):
 
 def test_export_holds_the_users_data_and_no_one_elses(client, runtime, cli, tmp_path, uid):
     a, b = remember_two_users(client, uid, bob_message_id="b1")
-    for user, content in ((a, "a failed message of alice"), (b, "a failed message with pineapple42")):
-        message = {"tenant": "default", "user_id": user, "session_id": "s", "message_id": "x", "role": "user",
-                   "content": content, "client_ts": 1.0}
-        deadletters.push(runtime.redis, task_id=f"export-{user}", task="memory.extract", queue="extract",
-                         kwargs={"job_id": f"export-{user}", "message": message}, error=ValueError("poison"))
+    deadletters.push(runtime.redis, task_id=f"export-{a}", task="memory.extract", queue="extract",
+                     kwargs={"job_id": f"export-{a}"}, job_id=f"export-{a}", error=ValueError("poison"),
+                     owner=("default", a))
+    legacy = {"tenant": "default", "user_id": b, "session_id": "s", "message_id": "x", "role": "user",
+              "content": "a failed message with pineapple42", "client_ts": 1.0}  # kept before tasks carried ids
+    deadletters.push(runtime.redis, task_id=f"export-{b}", task="memory.extract", queue="extract",
+                     kwargs={"job_id": f"export-{b}", "message": legacy}, error=ValueError("poison"))
     out = tmp_path / "export.json"
     result = cli("export", a, "--out", str(out))
     assert result.exit_code == 0, result.output
@@ -353,7 +362,7 @@ def test_export_holds_the_users_data_and_no_one_elses(client, runtime, cli, tmp_
     beliefs = {(f["relation"], f["object"]) for f in doc["graph_relations"]}
     assert {("age", "17"), ("likes", "物理"), ("likes", "chemistry")} <= beliefs
     assert all(f["why"] for f in doc["graph_relations"])
-    assert [d["kwargs"]["message"]["content"] for d in doc["dead_letters"]] == ["a failed message of alice"]
+    assert [(d["job_id"], d["user_id"]) for d in doc["dead_letters"]] == [(f"export-{a}", a)]
     assert "pineapple42" not in text and b not in text
 
     printed = cli("export", b, "--tenant", "default")

@@ -90,7 +90,8 @@ def test_one_embed_batch_never_mixes_up_users_sharing_a_message_id(runtime, uid)
         runtime.redis.hset(f"mneme:job:j-{user}", mapping={"state": "extracted", "payload": message.model_dump_json(),
                                                           "accepted_at": time.time()})
         items.append(pipeline.EmbedItem(job_id=f"j-{user}", text=text, events=extract(message).events,
-                                        tenant="default", user_id=user, received_at=message.received_at))
+                                        tenant="default", user_id=user, received_at=message.received_at,
+                                        session_id=message.session_id, message_id=message.message_id))
     pipeline.embed_stage(runtime, items)
     for item in items:
         [stored] = runtime.episodic_store.get("default", item.user_id, [item.events[0].event_id])

@@ -18,7 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from memory import feedback, ids, stages
+from memory import childmode, feedback, ids, stages
 from memory.audit import graph_write_record, record
 from memory.beliefs import Belief
 from memory.episodic import ALL_STATUSES
@@ -133,9 +133,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
             tenant=tenant, user_id=body.user_id, session_id=body.session_id, message_id=body.message_id,
             role=body.role, content=body.content, client_ts=body.client_ts, job_id=job_id,
             device_id=body.device_id, child_seal_key=lambda: rt.keys.get(tenant, body.user_id), read_back=window,
-            task=lambda message: task_message(
-                "memory.extract", job_id, {"job_id": job_id, "message": message.model_dump(mode="json")},
-                EXTRACT_QUEUE, request_id.get()),
+            task=lambda _: task_message("memory.extract", job_id, {"job_id": job_id}, EXTRACT_QUEUE, request_id.get()),
         )
         return MessageAccepted(
             job_id=job_id, version=accepted.version, session_id=body.session_id, message_id=body.message_id,
@@ -230,10 +228,15 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
     @app.put("/v1/users/{user_id}/child", response_model=Policy, tags=["privacy"])
     def put_child(tenant: Tenant, user_id: PathId, body: ChildIn) -> Policy:
         """Child mode (under 13): no graph writes, episodic events without content, working memory
-        encrypted at rest. Also switched on when a user declares an age under 13."""
+        encrypted at rest. Also switched on when a user declares an age under 13. Switching it on brings what
+        is already held under these rules at once (``memory.childmode``): messages sealed, events made type
+        only, beliefs and reviews removed."""
         policy = rt.policies.set_child(tenant, user_id, body.child, body.operator_id)
         rt.audit.write([record(tenant, user_id, "child_mode.set", f"child:{user_hash(tenant, user_id)}:{time.time()}",
                                body.operator_id, "human", child=body.child)])
+        if body.child:  # after the flag: what arrives from now on is already kept under child rules
+            converted = childmode.bring_under_child_rules(rt, tenant, user_id, body.operator_id)
+            log.info("child mode: converted what was held for user %s: %s", user_hash(tenant, user_id), converted)
         return policy
 
     @app.delete("/v1/users/{user_id}", response_model=Receipt, tags=["privacy"])

@@ -39,6 +39,7 @@ from memory.audit import layer_records, verify
 from memory.errors import InvalidInput, MnemeError, NotFound
 from memory.runtime import Runtime
 from memory.settings import Settings
+from tasks.maintenance import lost_jobs
 from workers.celery_app import QUEUES, create_celery
 from workers.stack import find_running, state_path
 
@@ -380,15 +381,13 @@ def _per_user(ops: Ops, job: Callable, name: str, dry_run: bool, limit: int, bat
 
 
 def _redrive(ops: Ops, dry_run: bool, limit: int) -> dict:
-    """Re-send jobs accepted long ago and still not done, as the beat task does (the stages are idempotent)."""
-    stale = pipeline.stale_jobs(ops.runtime, limit)
+    """Re-send the jobs the broker lost, as the beat task does (the stages are idempotent)."""
+    report = lost_jobs(ops.runtime, ops.celery, limit)
     if not dry_run:
         with ops.progress() as progress:
-            for job_id, message in progress.track(stale, description="re-sending"):
-                ops.celery.send_task("memory.extract", task_id=job_id,
-                                     kwargs={"job_id": job_id, "message": message.model_dump(mode="json")})
-    return {"stale": len(stale), "resent": 0 if dry_run else len(stale), "dry_run": dry_run,
-            "job_ids": [job_id for job_id, _ in stale]}
+            for job_id in progress.track(report["job_ids"], description="re-sending"):
+                ops.celery.send_task("memory.extract", task_id=job_id, kwargs={"job_id": job_id})
+    return {**report, "resent": 0 if dry_run else len(report["job_ids"]), "dry_run": dry_run}
 
 
 # --- export ---------------------------------------------------------------------------------------

@@ -29,12 +29,19 @@ message ids and becomes the one the others point at; an event that keeps its own
 messages from its message ids and one count per row removed. Either way ``ts`` becomes the latest
 remaining row's ``said_at``; confidence stays (a merged confidence cannot be split back into its parts).
 Running it again changes nothing. ``plan_retraction`` says what to do; every adapter applies it.
+
+Contract of ``strip_content`` (a user who became a child, ``memory.childmode``): every row of the user, in
+every status, is left as a child's event is stored — type only. Its payload becomes ``sealed(event_id)``
+(the caller seals an empty summary, keywords and text), its index tokens go (keyword search finds it no
+more), its vector becomes a zero row (nothing of a child's content is embedded) and its ``lang`` is
+``lang``; everything else stays (type, role, times, message ids, count, confidence, weight, noise, status,
+canonical id, text hash). Other users' rows are not touched; running it again leaves the rows type only.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -148,6 +155,10 @@ class EpisodicStore(Protocol):
     def retract(self, tenant: str, user_id: str, message_ids: Sequence[str]) -> int:
         """Remove the rows made from these messages, keeping what other messages said (see the contract
         above); returns how many rows went."""
+        ...
+
+    def strip_content(self, tenant: str, user_id: str, sealed: Callable[[str], bytes], lang: str) -> int:
+        """Child mode for what is already stored (see the contract above); returns how many rows it rewrote."""
         ...
 
     def update(self, tenant: str, user_id: str, event_ids: Sequence[str], **fields: float | str) -> int:

@@ -268,6 +268,24 @@ class SQLiteEpisodicStore:
             self._db.checkpoint()
         return removed
 
+    def strip_content(self, tenant, user_id, sealed, lang):
+        user = (tenant, user_id)
+
+        def run(conn: sqlite3.Connection) -> int:
+            rows = conn.execute("SELECT event_id, doc FROM events WHERE tenant = ? AND user_id = ?", user).fetchall()
+            now = time.time()
+            conn.executemany(f"UPDATE events SET sealed = ?, lang = ?, tokens = '', length = 0, updated_at = ? "
+                             f"WHERE {_ONE}", [(sealed(event_id), lang, now, *user, event_id) for event_id, _ in rows])
+            conn.executemany("UPDATE events_fts SET tokens = '' WHERE rowid = ?", [(doc,) for _, doc in rows])
+            conn.execute("UPDATE vectors SET embedding = zeroblob(length(embedding)) WHERE tenant = ? AND user_id = ?",
+                         user)  # float32 zeros: a child's vector
+            return len(rows)
+
+        stripped = self._db.transaction(run)
+        if stripped:
+            self._db.checkpoint()  # no copy of the old pages stays in the write-ahead log
+        return stripped
+
     def update(self, tenant, user_id, event_ids, **fields):
         unknown = set(fields) - UPDATABLE
         if unknown or not event_ids or not fields:

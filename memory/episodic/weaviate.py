@@ -41,6 +41,9 @@ Maintenance primitives (batch jobs: archiving, compaction, erasure, export, nois
   retry removes, never an event pointing at a deleted one.
 - ``update``: one object PATCH per event (``weight``, ``noise`` or ``status``, and ``updated_at``), each
   atomic; a call for several events is not, but repeating it is harmless.
+- ``strip_content``: the user's tenant walked with the cursor iterator (with vectors, for their length), one
+  PATCH per object (payload, empty ``tokens``, ``lang``, a zero ``embedding``); each atomic, the call not:
+  a failure midway leaves rows a retry strips.
 - ``users``: tenant names are one-way hashes, so the (tenant, user) pair is read back from the
   ``tenant``/``user_id`` properties every object carries: one request lists the tenants, then one
   one-object read per tenant this process has not mapped yet (pairs never change, so they are remembered;
@@ -64,7 +67,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -509,6 +512,22 @@ class WeaviateEpisodicStore:
                 if result.failed:
                     raise TransientError(f"weaviate failed to delete {result.failed} events")
         return len(plan.removed)
+
+    def strip_content(self, tenant: str, user_id: str, sealed: Callable[[str], bytes], lang: str) -> int:
+        stripped = 0
+        with _boundary("strip content"):
+            handle = self._handle(tenant, user_id)
+            if handle is None:
+                return 0
+            now = time.time()
+            # the cursor walks object UUIDs, which an update does not change: each object is seen once
+            for o in handle.iterator(include_vector=True, return_properties=["event_id"]):
+                event_id = o.properties["event_id"]
+                handle.data.update(uuid=object_id(event_id), vector={VECTOR: [0.0] * len(o.vector[VECTOR])},
+                                   properties={"sealed": base64.b64encode(sealed(event_id)).decode(), "tokens": "",
+                                               "lang": lang, "updated_at": now})
+                stripped += 1
+        return stripped
 
     @staticmethod
     def _fetch_all(handle: Any, where: Any) -> list:
