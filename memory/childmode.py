@@ -27,9 +27,9 @@ from memory.audit import record
 from memory.crypto import seal
 from memory.errors import Conflict
 from memory.events import Revealed
-from memory.policy import user_hash
 from memory.runtime import Runtime
 from memory.text import language
+from memory.userhash import user_hash
 
 #: What a child's event reveals: nothing of its message (``memory.pipeline.rule_stage``).
 EMPTY = Revealed(summary="", keywords=[], text="").model_dump_json().encode()
@@ -58,9 +58,9 @@ def bring_under_child_rules(rt: Runtime, tenant: str, user_id: str, operator_id:
         "reviews_removed": _reviews.erase(rt, tenant, user_id)["reviews"],
     }
     erasure.rewrite_aof(rt)
-    rt.audit.write([record(tenant, user_id, "child_mode.convert",
-                           f"child-convert:{user_hash(tenant, user_id)}:{time.time()}", operator_id, source,
-                           **report)])
+    who = user_hash(rt.user_hash_key, tenant, user_id)
+    rt.audit.write([record(rt.user_hash_key, tenant, user_id, "child_mode.convert",
+                           f"child-convert:{who}:{time.time()}", operator_id, source, **report)])
     return report
 
 

@@ -18,8 +18,8 @@ from pydantic import BaseModel, Field
 from memory import keys, userdata
 from memory.audit import record
 from memory.errors import TransientError
-from memory.policy import user_hash
 from memory.runtime import Runtime
+from memory.userhash import user_hash
 from memory.working import REDIS_ERRORS
 
 
@@ -40,9 +40,10 @@ def erase_user(rt: Runtime, tenant: str, user_id: str, operator_id: str, at: flo
         raise TransientError(f"working memory unavailable during erasure: {exc}") from exc
     rewrite_aof(rt)
     remaining = verify(rt, tenant, user_id)
-    receipt = Receipt(user=user_hash(tenant, user_id), erased_at=at, removed=removed, remaining=remaining,
+    hashed = user_hash(rt.user_hash_key, tenant, user_id)
+    receipt = Receipt(user=hashed, erased_at=at, removed=removed, remaining=remaining,
                       complete=not any(remaining.values()))
-    rt.audit.write([record(tenant, user_id, "user.erase", f"erase:{user_hash(tenant, user_id)}:{at}", operator_id,
+    rt.audit.write([record(rt.user_hash_key, tenant, user_id, "user.erase", f"erase:{hashed}:{at}", operator_id,
                            "human", removed=removed, complete=receipt.complete)])
     return receipt
 

@@ -208,7 +208,7 @@ def embed_stage(rt: Runtime, items: Sequence[EmbedItem]) -> list[dict]:
     if report.evicted or report.consolidated:
         log.info("over the per-user cap: %d events to the deep tier, %d consolidated", len(report.evicted),
                  len(report.consolidated))
-    return layer_records(report) + records
+    return layer_records(rt.user_hash_key, report) + records
 
 
 def _taken_back(rt: Runtime, item: EmbedItem) -> bool:
@@ -235,7 +235,8 @@ def graph_stage(rt: Runtime, job_id: str, facts: Sequence[Fact], received_at: fl
     if taken_back():
         rt.jobs.finish(job_id, "retracted", RETRACTED_NOTE)
         return []
-    records = [graph_write_record(change, operator_id="pipeline") for change in rt.beliefs.apply(facts)]
+    records = [graph_write_record(rt.user_hash_key, change, operator_id="pipeline")
+               for change in rt.beliefs.apply(facts)]
     if taken_back():  # taken back while merging: what was merged goes too
         records += retract(rt, tenant, user_id, session_id, [message_id])[1]
     return records
@@ -253,7 +254,7 @@ def retract(rt: Runtime, tenant: str, user_id: str, session_id: str,
     for message_id in message_ids:
         rt.jobs.finish(ids.job_id(tenant, session_id, message_id), "retracted", RETRACTED_NOTE)
     report = {"messages": len(message_ids), "events_removed": removed, "beliefs_changed": len(changes)}
-    return report, [graph_write_record(change, operator_id="retraction") for change in changes]
+    return report, [graph_write_record(rt.user_hash_key, change, operator_id="retraction") for change in changes]
 
 
 def graph_done(rt: Runtime, job_id: str) -> None:
@@ -283,4 +284,5 @@ def tuning_stage(rt: Runtime, pairs_path: Path | None, *, publish: bool, dry_run
 
 def decay_stage(rt: Runtime, *, dry_run: bool, limit: int, batch_size: int) -> tuple[dict, list[dict]]:
     report = rt.beliefs.decay(dry_run=dry_run, limit=limit, batch_size=batch_size)
-    return report.model_dump(), [graph_write_record(c, operator_id="decay") for c in report.changes]
+    return report.model_dump(), [graph_write_record(rt.user_hash_key, c, operator_id="decay")
+                                 for c in report.changes]

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import time
 
 import redis
@@ -18,6 +17,7 @@ from pydantic import BaseModel
 from memory import keys
 from memory.errors import TransientError
 from memory.settings import Settings
+from memory.userhash import user_hash
 from memory.working import REDIS_ERRORS
 
 CHILD_AGE = 13
@@ -45,14 +45,11 @@ class Policy(BaseModel):
         return None
 
 
-def user_hash(tenant: str, user_id: str) -> str:
-    return hashlib.sha256(f"{tenant}\x1f{user_id}".encode()).hexdigest()[:32]
-
-
 class Policies:
-    def __init__(self, client: redis.Redis, settings: Settings) -> None:
+    def __init__(self, client: redis.Redis, settings: Settings, user_hash_key: bytes) -> None:
         self._redis = client
         self._settings = settings
+        self._hash_key = user_hash_key
 
     def get(self, tenant: str, user_id: str) -> Policy:
         fields = self._call(self._redis.hgetall, keys.user(tenant, user_id))
@@ -74,13 +71,13 @@ class Policies:
 
     def tombstone(self, tenant: str, user_id: str, at: float) -> None:
         pipe = self._redis.pipeline()
-        pipe.zadd(keys.tombstones(tenant), {user_hash(tenant, user_id): at})
+        pipe.zadd(keys.tombstones(tenant), {user_hash(self._hash_key, tenant, user_id): at})
         pipe.zadd(keys.erasing(tenant), {user_id: at}, nx=True)
         self._call(pipe.execute)
 
     def erased_after(self, tenant: str, user_id: str, received_at: float) -> bool:
         """True when the user was erased after this message arrived: its work must be dropped."""
-        at = self._call(self._redis.zscore, keys.tombstones(tenant), user_hash(tenant, user_id))
+        at = self._call(self._redis.zscore, keys.tombstones(tenant), user_hash(self._hash_key, tenant, user_id))
         return at is not None and received_at <= at
 
     def _call(self, fn, *args, **kwargs):

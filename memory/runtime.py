@@ -16,7 +16,7 @@ from memory import keys
 from memory.archive import ColdStore
 from memory.audit import AuditSink
 from memory.beliefs import Beliefs
-from memory.crypto import UserKeys
+from memory.crypto import UserKeys, load_master_key
 from memory.devices import Devices
 from memory.embedding import Embedder, RecentVectors
 from memory.episodic import EpisodicStore
@@ -29,6 +29,7 @@ from memory.registry import open_backend
 from memory.reviews import Reviews
 from memory.settings import Settings, get_settings
 from memory.tuning import QueryAdapter, adapters_dir
+from memory.userhash import hashing_key
 from memory.working import REDIS_ERRORS, WorkingMemory
 
 ADAPTER_CHECK_S = 2.0
@@ -55,7 +56,12 @@ class Runtime:
 
     @cached_property
     def policies(self) -> Policies:
-        return Policies(self.redis, self.settings)
+        return Policies(self.redis, self.settings, self.user_hash_key)
+
+    @cached_property
+    def user_hash_key(self) -> bytes:
+        """Keys every hashed user id (``memory.userhash``): audit records, receipts, tombstones."""
+        return hashing_key(load_master_key(self.settings))
 
     @cached_property
     def devices(self) -> Devices:

@@ -64,8 +64,9 @@ def decay(dry_run: bool = False, limit: int = 100_000, batch_size: int = 500) ->
 
 
 def _maintain(job, dry_run: bool, limit: int, batch_size: int) -> dict:
-    report = maintenance.run(get_runtime(), job, dry_run=dry_run, limit=limit, batch_size=batch_size)
-    send_audit(layer_records(report.layer))
+    rt = get_runtime()
+    report = maintenance.run(rt, job, dry_run=dry_run, limit=limit, batch_size=batch_size)
+    send_audit(layer_records(rt.user_hash_key, report.layer))
     return report.model_dump()
 
 

@@ -25,13 +25,17 @@ from memory.graph import Change
 from memory.models import EventType, FactSource, Relation
 from memory.registry import open_backend
 from memory.settings import Settings
+from memory.userhash import hashing_key
 from workers.stack import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
+KEY = hashing_key(b"k" * 32)
+
+
 def rec(i: int, **fields: object) -> dict:
-    return record("default", f"用户{i % 3}", "graph.merge", f"r{i}", "pipeline", "rule", confidence_before=None,
+    return record(KEY, "default", f"用户{i % 3}", "graph.merge", f"r{i}", "pipeline", "rule", confidence_before=None,
                   confidence_after=0.5 + i / 1000, relation="likes", **fields)
 
 
@@ -49,15 +53,15 @@ def chain_of(n: int, path: Path) -> Path:
 def test_records_carry_the_required_fields_and_hash_the_user():
     change = Change(tenant="t", user_id="u42", rel_id="r1", relation=Relation.likes, object="围棋",
                     source=FactSource.human, evidence_id="e1", action="merge:human", before=0.4, after=1.0)
-    r = graph_write_record(change, operator_id="parent_1")
+    r = graph_write_record(KEY, change, operator_id="parent_1")
     assert {"id", "ts", "tenant", "user", "operator_id", "source", "action"} <= set(r)
     assert r["id"] == "r1:e1:merge:human" and r["action"] == "graph.merge:human" and r["source"] == "human"
     assert (r["confidence_before"], r["confidence_after"]) == (0.4, 1.0)
     assert "u42" not in json.dumps(r) and len(r["user"]) == 32
-    e = eviction_record(Evicted(tenant="t", user_id="u42", event_id="ev1", event_type=EventType.statement))
+    e = eviction_record(KEY, Evicted(tenant="t", user_id="u42", event_id="ev1", event_type=EventType.statement))
     assert e["id"] == "evict:ev1" and e["operator_id"] == "pipeline" and "u42" not in json.dumps(e)
     with pytest.raises(InvalidInput):
-        record("t", "u", "a", "id", "op", "src", hash="x")
+        record(KEY, "t", "u", "a", "id", "op", "src", hash="x")
 
 
 # --- the hash chain ----------------------------------------------------------------------------------

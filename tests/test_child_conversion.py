@@ -15,7 +15,7 @@ from memory import keys, maintenance
 from memory.archive import decode, user_prefix
 from memory.episodic import ALL_STATUSES
 from memory.graph import Status
-from memory.policy import user_hash
+from memory.userhash import user_hash
 
 T = "default"
 HEX_TO_ZH = "甲乙丙丁戊己庚辛壬癸子丑寅卯辰巳"
@@ -144,7 +144,7 @@ def test_setting_child_mode_brings_what_is_held_under_child_rules(stack, runtime
     def converted():
         lines = (stack.data_dir / "audit.jsonl").read_text().splitlines()
         return [r for r in map(json.loads, lines)
-                if r["action"] == "child_mode.convert" and r["user"] == user_hash(T, user)]
+                if r["action"] == "child_mode.convert" and r["user"] == user_hash(runtime.user_hash_key, T, user)]
 
     [audit] = poll(converted, "the conversion's audit record")
     assert audit["operator_id"] == "parent" and audit["sessions"] == 3 and audit["messages_sealed"] >= 9

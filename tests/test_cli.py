@@ -277,8 +277,8 @@ def test_erase_needs_yes_and_prints_the_receipt(client, runtime, cli, uid):
 
 
 def test_audit_verify_exit_codes(stack, runtime, cli, tmp_path, uid):
-    runtime.audit.write([record("default", f"u{uid}", "test.cli", f"cli:{uid}:{i}", "test", "human")
-                         for i in range(3)])
+    runtime.audit.write([record(runtime.user_hash_key, "default", f"u{uid}", "test.cli", f"cli:{uid}:{i}", "test",
+                                "human") for i in range(3)])
     live = Path(stack.settings.audit.removeprefix("file://"))
     copy = tmp_path / "audit.jsonl"
     with live.open("rb") as fh:

@@ -27,12 +27,13 @@ from memory.errors import Conflict, InvalidInput, MnemeError, NotFound
 from memory.feedback import FeedbackIn, FeedbackResult, Metrics
 from memory.jobs import JobStatus
 from memory.models import ID_PATTERN, ID_RULE, EventType
-from memory.policy import Policy, user_hash
+from memory.policy import Policy
 from memory.recall import RecallResult, recall
 from memory.reviews import Review
 from memory.runtime import Runtime, get_runtime
 from memory.tenants import authenticate
 from memory.text import clean
+from memory.userhash import user_hash
 from memory.working import RolledBack, SessionView
 from tasks.envelope import task_message
 from workers.celery_app import QUEUES, ROUTES
@@ -186,7 +187,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         if reason:
             raise Conflict(f"no belief can be set for user {user_id!r}: {reason}")
         change = rt.beliefs.correct(tenant, user_id, body.relation, body.object, body.confidence, body.operator_id)
-        rt.audit.write([graph_write_record(change, operator_id=body.operator_id)])
+        rt.audit.write([graph_write_record(rt.user_hash_key, change, operator_id=body.operator_id)])
         return next(b for b in rt.beliefs.profile(tenant, user_id) if b.rel_id == change.rel_id)
 
     @app.delete("/v1/users/{user_id}/beliefs/{rel_id}", tags=["semantic memory"])
@@ -195,7 +196,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         change = rt.beliefs.delete(tenant, user_id, rel_id, operator_id)
         if change is None:
             raise NotFound(f"user {user_id!r} has no belief {rel_id!r}")
-        rt.audit.write([graph_write_record(change, operator_id=operator_id)])
+        rt.audit.write([graph_write_record(rt.user_hash_key, change, operator_id=operator_id)])
         return {"deleted": rel_id}
 
     @app.get("/v1/users/{user_id}/reviews", response_model=list[Review], tags=["semantic memory"])
@@ -208,7 +209,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
     def resolve(tenant: Tenant, user_id: PathId, review_id: PathId, body: ResolveIn) -> list[Belief]:
         """Keep the claims that are true (confirmed, source human) and delete the rest."""
         changes = rt.beliefs.resolve(tenant, user_id, review_id, body.keep, body.operator_id)
-        rt.audit.write([graph_write_record(c, operator_id=body.operator_id) for c in changes])
+        rt.audit.write([graph_write_record(rt.user_hash_key, c, operator_id=body.operator_id) for c in changes])
         return rt.beliefs.profile(tenant, user_id)
 
     @app.get("/v1/users/{user_id}/consent", response_model=Policy, tags=["privacy"])
@@ -221,7 +222,8 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         opting out stops new long-term writes and hides long-term memory from recall. Audited."""
         policy = rt.policies.set_consent(tenant, user_id, body.long_term, body.operator_id)
         action = "consent.grant" if body.long_term else "consent.revoke"
-        rt.audit.write([record(tenant, user_id, action, f"{action}:{user_hash(tenant, user_id)}:{time.time()}",
+        hashed = user_hash(rt.user_hash_key, tenant, user_id)
+        rt.audit.write([record(rt.user_hash_key, tenant, user_id, action, f"{action}:{hashed}:{time.time()}",
                                body.operator_id, "human")])
         return policy
 
@@ -232,11 +234,12 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         is already held under these rules at once (``memory.childmode``): messages sealed, events made type
         only, beliefs and reviews removed."""
         policy = rt.policies.set_child(tenant, user_id, body.child, body.operator_id)
-        rt.audit.write([record(tenant, user_id, "child_mode.set", f"child:{user_hash(tenant, user_id)}:{time.time()}",
+        hashed = user_hash(rt.user_hash_key, tenant, user_id)
+        rt.audit.write([record(rt.user_hash_key, tenant, user_id, "child_mode.set", f"child:{hashed}:{time.time()}",
                                body.operator_id, "human", child=body.child)])
         if body.child:  # after the flag: what arrives from now on is already kept under child rules
             converted = childmode.bring_under_child_rules(rt, tenant, user_id, body.operator_id)
-            log.info("child mode: converted what was held for user %s: %s", user_hash(tenant, user_id), converted)
+            log.info("child mode: converted what was held (audited as child_mode.convert): %s", converted)
         return policy
 
     @app.delete("/v1/users/{user_id}", response_model=Receipt, tags=["privacy"])
@@ -252,8 +255,9 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         while batch := rt.episodic_store.dump(tenant, user_id, types={event_type},
                                               statuses=ALL_STATUSES, limit=1000):
             removed += rt.episodic_store.delete(tenant, user_id, [e.event_id for e, _ in batch])
-        rt.audit.write([record(tenant, user_id, "episodic.delete_type",
-                               f"delete:{user_hash(tenant, user_id)}:{event_type.value}:{time.time()}",
+        hashed = user_hash(rt.user_hash_key, tenant, user_id)
+        rt.audit.write([record(rt.user_hash_key, tenant, user_id, "episodic.delete_type",
+                               f"delete:{hashed}:{event_type.value}:{time.time()}",
                                operator_id, "human", event_type=event_type.value, removed=removed)])
         return {"deleted": removed, "event_type": event_type.value}
 
@@ -262,7 +266,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         """Was a recalled event or belief useful? Moves its retrieval weight; feeds the interference rate."""
         result, change = feedback.give(rt, tenant, body)
         if change is not None:
-            rt.audit.write([graph_write_record(change, operator_id=body.operator_id)])
+            rt.audit.write([graph_write_record(rt.user_hash_key, change, operator_id=body.operator_id)])
         return result
 
     @app.get("/v1/metrics/product", response_model=Metrics, tags=["ops"])
@@ -274,8 +278,10 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
     def get_job(tenant: Tenant, job_id: PathId) -> JobStatus:
         status = rt.jobs.get(job_id)
         if status.tenant != tenant:  # job ids are global: another tenant's answers 404, and is audited
-            rt.audit.write([record(tenant, "-", "access.denied", f"denied:{tenant}:{job_id}:{time.time()}",
-                                   tenant, "api", resource="job", owner_tenant_hash=user_hash(status.tenant, "-"))])
+            owner = user_hash(rt.user_hash_key, status.tenant, "-")
+            rt.audit.write([record(rt.user_hash_key, tenant, "-", "access.denied",
+                                   f"denied:{tenant}:{job_id}:{time.time()}", tenant, "api", resource="job",
+                                   owner_tenant_hash=owner)])
             raise NotFound(f"no job {job_id!r} (unknown, or older than the job TTL)")
         return status
 

@@ -375,7 +375,7 @@ def _per_user(ops: Ops, job: Callable, name: str, dry_run: bool, limit: int, bat
             job(rt, tenant, user_id, report, now)
             progress.advance(bar)
         progress.update(bar, total=report.users)
-    if records := layer_records(report.layer):
+    if records := layer_records(rt.user_hash_key, report.layer):
         rt.audit.write(records)
     return report.model_dump()
 

@@ -3,15 +3,14 @@
     file:///abs/path.jsonl                  FileAuditLog            append-only, hash-chained JSON lines
     elasticsearch[s]://host:9200/prefix     ElasticsearchAuditSink  daily indices ``prefix-YYYY.MM.DD``
 
-Every record carries at least ``id, ts, tenant, user, operator_id, source, action`` (``user`` is a hash of
-tenant and user id, never the id itself) plus optional fields such as ``confidence_before/after``. The same
-event always gets the same ``id``, so a sink can recognise a re-sent record. ``python -m memory.audit
-verify [PATH]`` checks a file's hash chain.
+Every record carries at least ``id, ts, tenant, user, operator_id, source, action`` (``user`` is a keyed hash
+of tenant and user id, ``memory.userhash``, never the id itself) plus optional fields such as
+``confidence_before/after``. The same event always gets the same ``id``, so a sink can recognise a re-sent
+record. ``python -m memory.audit verify [PATH]`` checks a file's hash chain.
 """
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Sequence
 from typing import Protocol
@@ -20,6 +19,7 @@ from memory.audit.file import FileAuditLog, VerifyReport, verify
 from memory.episodic import AddReport, Consolidated, Evicted
 from memory.errors import InvalidInput
 from memory.graph import Change
+from memory.userhash import user_hash
 
 __all__ = ["AuditSink", "FileAuditLog", "VerifyReport", "eviction_record", "graph_write_record", "record", "verify"]
 
@@ -37,9 +37,10 @@ class AuditSink(Protocol):
         ...
 
 
-def record(tenant: str, user_id: str, action: str, record_id: str, operator_id: str, source: str,
+def record(key: bytes, tenant: str, user_id: str, action: str, record_id: str, operator_id: str, source: str,
            **fields: object) -> dict:
-    """One audit record; the same event always gets the same ``id``, so a re-sent record is recognisable."""
+    """One audit record; the same event always gets the same ``id``, so a re-sent record is recognisable.
+    ``key`` hashes the user (``Runtime.user_hash_key``)."""
     clash = [name for name in (*REQUIRED_FIELDS, *RESERVED_FIELDS) if name in fields]
     if clash:
         raise InvalidInput(f"audit record fields {clash} are reserved")
@@ -47,7 +48,7 @@ def record(tenant: str, user_id: str, action: str, record_id: str, operator_id: 
         "id": record_id,
         "ts": time.time(),
         "tenant": tenant,
-        "user": hashlib.sha256(f"{tenant}\x1f{user_id}".encode()).hexdigest()[:32],
+        "user": user_hash(key, tenant, user_id),
         "operator_id": operator_id,
         "action": action,
         "source": source,
@@ -55,22 +56,23 @@ def record(tenant: str, user_id: str, action: str, record_id: str, operator_id: 
     }
 
 
-def graph_write_record(change: Change, operator_id: str) -> dict:
-    return record(change.tenant, change.user_id, f"graph.{change.action}", change.record_id, operator_id,
+def graph_write_record(key: bytes, change: Change, operator_id: str) -> dict:
+    return record(key, change.tenant, change.user_id, f"graph.{change.action}", change.record_id, operator_id,
                   change.source.value, relation=change.relation.value, rel_id=change.rel_id,
                   evidence_id=change.evidence_id, confidence_before=change.before, confidence_after=change.after)
 
 
-def layer_records(report: AddReport) -> list[dict]:
+def layer_records(key: bytes, report: AddReport) -> list[dict]:
     """Audit records of what left the live event layer: moved to the deep tier, or consolidated."""
-    return [eviction_record(e) for e in report.evicted] + [consolidation_record(c) for c in report.consolidated]
+    return ([eviction_record(key, e) for e in report.evicted]
+            + [consolidation_record(key, c) for c in report.consolidated])
 
 
-def consolidation_record(merged: Consolidated) -> dict:
-    return record(merged.tenant, merged.user_id, "episodic.consolidate", f"consolidate:{merged.event_id}",
+def consolidation_record(key: bytes, merged: Consolidated) -> dict:
+    return record(key, merged.tenant, merged.user_id, "episodic.consolidate", f"consolidate:{merged.event_id}",
                   "pipeline", "cap", event_id=merged.event_id, into=merged.into)
 
 
-def eviction_record(evicted: Evicted) -> dict:
-    return record(evicted.tenant, evicted.user_id, "episodic.evict", f"evict:{evicted.event_id}", "pipeline",
+def eviction_record(key: bytes, evicted: Evicted) -> dict:
+    return record(key, evicted.tenant, evicted.user_id, "episodic.evict", f"evict:{evicted.event_id}", "pipeline",
                   "cap", event_id=evicted.event_id, event_type=evicted.event_type.value)
