@@ -26,6 +26,7 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.config import SchemathesisConfig
 
 from memory.models import EARLIEST_CLIENT_TS
+from memory.text import clean
 
 # Examples per operation in the fuzzing phase; the examples and coverage phases add their own cases on
 # top (the coverage phase alone sends every operation ~7 wrong methods and many boundary bodies). With the
@@ -50,6 +51,7 @@ PROFILE = settings.get_profile("mneme-fuzz")
 CASES: dict[str, int] = {}  # operation label -> cases sent
 STATUSES: dict[int, int] = {}
 ACCEPTED_JOBS: list[str] = []
+SENT_TEXTS: set[str] = set()  # distinctive user text the cases carried, for the log scan
 
 
 
@@ -109,6 +111,17 @@ def _echoed_text(body, answer: str) -> str | None:
     return None
 
 
+def _distinctive_texts(body) -> list[str]:
+    """The user text of a body (``content``, ``query``, a belief's ``object``), as sent and as cleaned (what
+    Mneme keeps), where it could not turn up in a log by chance: 8+ characters, 5+ distinct ones, not hex
+    digits and dashes only (ids, hashes, timestamps)."""
+    if not isinstance(body, dict):
+        return []
+    texts = [body.get(field) for field in ("content", "query", "object")]
+    forms = {form for t in texts if isinstance(t, str) for form in (t.strip(), clean(t))}
+    return [t for t in forms if len(t) >= 8 and len(set(t)) >= 5 and not set(t.lower()) <= set("0123456789abcdef-:. ")]
+
+
 def _error_body_problem(response) -> str | None:
     try:
         body = json.loads(response.content)
@@ -126,6 +139,7 @@ def _error_body_problem(response) -> str | None:
 @settings(PROFILE)
 def test_no_server_errors_and_4xx_carry_the_error_body(case):
     CASES[case.operation.label] = CASES.get(case.operation.label, 0) + 1
+    SENT_TEXTS.update(_distinctive_texts(case.body))
     response = case.call(timeout=30)
     STATUSES[response.status_code] = STATUSES.get(response.status_code, 0) + 1
     case.validate_response(response, checks=[not_a_server_error])
@@ -145,7 +159,7 @@ def test_enough_cases_ran():
         pytest.skip("the fuzz test was not run (deselected)")
     total = sum(CASES.values())
     print(f"\nschemathesis: {total} cases over {len(CASES)} operations; statuses {dict(sorted(STATUSES.items()))}; "
-          f"{len(ACCEPTED_JOBS)} messages accepted; per operation {CASES}")
+          f"{len(ACCEPTED_JOBS)} messages accepted; {len(SENT_TEXTS)} distinctive texts sent; per operation {CASES}")
     assert total >= MIN_CASES, CASES
     assert len(CASES) >= 19, sorted(CASES)  # every operation of the API, DELETE /v1/users/{user_id} too
     assert len(ACCEPTED_JOBS) >= 20, STATUSES
@@ -175,6 +189,17 @@ def test_accepted_fuzz_messages_complete_in_the_pipeline(stack):
                 time.sleep(0.5)
     assert not failed, failed
     assert not pending, f"{len(pending)} of {len(ACCEPTED_JOBS)} jobs not done after 120 s"
+
+
+def test_no_log_holds_text_the_fuzzing_sent(stack):
+    """After the fuzz run and its pipeline work: no log line of any process (API, workers, beat) holds message
+    text, a query or a belief object that a case sent, raw or JSON-escaped."""
+    if not CASES:
+        pytest.skip("the fuzz test was not run (deselected)")
+    assert len(SENT_TEXTS) >= 5, len(SENT_TEXTS)  # something to look for
+    logs = "".join(p.read_text("utf-8", errors="replace") for p in stack.logs.glob("*.log"))
+    leaked = [t for t in SENT_TEXTS if t in logs or json.dumps(t, ensure_ascii=False)[1:-1] in logs]
+    assert not leaked, f"{len(leaked)} of {len(SENT_TEXTS)} texts the fuzzing sent are in the logs: {leaked[:5]!r}"
 
 
 # --- routing and parsing errors, found by the fuzzing, answer in our shape too -----------------------
