@@ -17,10 +17,10 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 run: install
-	$(PY) -m workers.stack
+	$(PY) -m workers.local.stack
 
 demo: install
-	$(PY) -m workers.demo
+	$(PY) -m workers.local.demo
 
 test: install
 	$(PY) -m ruff check .

@@ -44,7 +44,7 @@ from memory.models import Message, Role
 from memory.runtime import Runtime
 from memory.settings import Settings
 from memory.text import clean
-from workers.stack import Stack, free_port
+from workers.local.stack import Stack, free_port
 
 DATA = Path(__file__).parent / "data"
 OUT = Path(__file__).parent / "results"

@@ -31,7 +31,7 @@ from memory.embedding import USEEmbedder
 from memory.text import clean, language, tokenize
 from workers.celery_app import create_celery
 from workers.client import MnemeClient
-from workers.stack import Stack, free_port
+from workers.local.stack import Stack, free_port
 
 DATA = Path(__file__).parent / "data"
 KS = (1, 5, 10)

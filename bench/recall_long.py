@@ -162,7 +162,7 @@ def mneme_in_process(users: list[dict], queries: list[dict], embedder, data_dir:
     from memory.pipeline import CONTEXT_MAX_CHARS, EMBED_MAX_CHARS
     from memory.recall import recall
     from memory.runtime import Runtime
-    from workers.stack import Stack
+    from workers.local.stack import Stack
 
     stack = Stack(data_dir, beat=False, flower=False, env={"MNEME_REDIS_URL": "", "MNEME_CONSENT_REQUIRED": "false",
                                                            **env})
@@ -208,7 +208,7 @@ def mneme_in_process(users: list[dict], queries: list[dict], embedder, data_dir:
 
 def mneme_stack(users: list[dict], queries: list[dict], data_dir: Path) -> tuple[Ranked, dict]:
     from workers.client import MnemeClient
-    from workers.stack import Stack, free_port
+    from workers.local.stack import Stack, free_port
 
     stack = Stack(data_dir, api_port=free_port(), beat=False, flower=False, env={"MNEME_REDIS_URL": ""})
     stack.start()

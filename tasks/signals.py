@@ -1,11 +1,11 @@
 """Celery signal receivers: task metrics, task and request ids in log lines, JSON logs for Celery itself.
 
 Imported by every worker and beat through the Celery app's ``include`` list, which Celery imports before it
-sets up logging, and by the API through ``workers.observability`` (for ``before_task_publish``).
+sets up logging, and by the API through ``workers.api.observability`` (for ``before_task_publish``).
 
 Logging uses the ``setup_logging`` signal, not ``after_setup_logger``: with a receiver connected Celery
 installs no handler of its own and does not redirect stdout, so every log line of the worker, its pool
-processes (they inherit the handler) and beat goes through :func:`workers.logs.configure_logging` as JSON.
+processes (they inherit the handler) and beat goes through :func:`memory.logs.configure_logging` as JSON.
 Only the worker's start-up banner, printed straight to stdout, stays plain text.
 """
 
@@ -17,9 +17,8 @@ import time
 
 from celery import Task, signals
 
-from memory import stages, telemetry
+from memory import logs, stages, telemetry
 from memory.runtime import get_runtime
-from workers import logs
 
 log = logging.getLogger(__name__)
 

@@ -45,7 +45,7 @@ class BoltServer(ServerProcess):
         return super().start(timeout)
 
     def _start_once(self, root: Path, deadline: float) -> None:
-        from workers.stack import free_port
+        from workers.local.stack import free_port
 
         root.mkdir(parents=True)
         self.port, http_port = free_port(), free_port()

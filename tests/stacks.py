@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from workers.stack import Stack, free_port
+from workers.local.stack import Stack, free_port
 
 
 @contextmanager

@@ -26,7 +26,7 @@ from memory.models import EventType, FactSource, Relation
 from memory.registry import open_backend
 from memory.settings import Settings
 from memory.userhash import hashing_key
-from workers.stack import free_port
+from workers.local.stack import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 

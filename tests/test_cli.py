@@ -26,7 +26,7 @@ from tests.accepted import write_job
 from workers.celery_app import create_celery
 from workers.cli import app
 from workers.client import MnemeClient
-from workers.stack import Stack, free_port
+from workers.local.stack import Stack, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 BACKENDS = ("redis", "episodic", "graph", "audit", "archive")

@@ -31,7 +31,7 @@ from memory.models import EventType, Role
 from memory.registry import open_backend
 from memory.settings import Settings
 from tests.episodic_contract import EpisodicContract
-from workers.stack import free_port
+from workers.local.stack import free_port
 
 URL = os.environ.get("MNEME_TEST_WEAVIATE_URL", "")
 

@@ -20,7 +20,7 @@ from memory.registry import BACKENDS, open_backend
 from memory.settings import Settings
 from tests.bolt_server import USER, BoltServer
 from tests.graph_contract import GraphContract
-from workers.stack import free_port
+from workers.local.stack import free_port
 
 NEO4J_URL = os.environ.get("MNEME_TEST_NEO4J_URL", "")
 

@@ -47,7 +47,7 @@ import neo4j
 import pytest
 
 from tests.bolt_server import USER, BoltServer
-from workers.stack import Stack, free_port
+from workers.local.stack import Stack, free_port
 
 RUN = uuid.uuid4().hex[:6]
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$"

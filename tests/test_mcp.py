@@ -21,7 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.stacks import running_stack
 from workers.client import MnemeClient
-from workers.stack import free_port
+from workers.local.stack import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,6 +1,6 @@
 """Observability: Prometheus metrics (one process, many processes, the running stack) and JSON logs with
 request and task ids. Redis is the stack's real Valkey; the HTTP parts run a small FastAPI app with
-``workers.observability.install`` and, end to end, the stack's own API and Celery workers."""
+``workers.api.observability.install`` and, end to end, the stack's own API and Celery workers."""
 
 from __future__ import annotations
 
@@ -20,17 +20,16 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from memory import extraction, telemetry
+from memory import extraction, logs, telemetry
 from memory.llm import LLMExtractor
 from memory.models import Message, Role
 from memory.settings import Settings
 from tests.llm_stub import StubLLM
 from tests.stacks import running_stack
-from workers import logs
+from workers.api.observability import install
 from workers.celery_app import QUEUES
 from workers.client import MnemeClient
-from workers.observability import install
-from workers.stack import free_port
+from workers.local.stack import free_port
 
 
 def sample(body: str, name: str, **labels: str) -> float | None:

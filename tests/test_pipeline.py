@@ -10,8 +10,8 @@ import pytest
 from memory import ids
 from memory.models import Role
 from tests.accepted import reopen_job, write_job
-from workers import demo
 from workers.celery_app import create_celery
+from workers.local import demo
 
 
 @pytest.fixture(scope="module")

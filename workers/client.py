@@ -1,4 +1,5 @@
-"""A small typed Python client for the HTTP API."""
+"""A small typed Python client for the HTTP API: httpx and the wire models (:mod:`workers.schemas`) only, so
+importing it loads none of the server (no ``memory``, numpy or Redis)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,20 @@ from datetime import datetime
 
 import httpx
 
-from memory.erasure import Receipt
-from memory.jobs import JobStatus
-from memory.models import EventType, Role
-from memory.policy import Policy
-from memory.recall import RecallResult
-from memory.working import RolledBack, SessionView
-from workers.schemas import FullMessage, Health, MessageAccepted, Profile
+from workers.schemas import (
+    EventType,
+    FullMessage,
+    Health,
+    JobStatus,
+    MessageAccepted,
+    Policy,
+    Profile,
+    RecallResult,
+    Receipt,
+    Role,
+    RolledBack,
+    SessionView,
+)
 
 
 class MnemeAPIError(Exception):

@@ -31,11 +31,10 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs typing_extensions' TypedDict before Python 3.12
 
-from memory.policy import Policy
 from memory.settings import Settings
 from workers.client import MnemeAPIError, MnemeClient
-from workers.schemas import Id
-from workers.stack import find_running
+from workers.local.stack import find_running
+from workers.schemas import Id, Policy
 
 INSTRUCTIONS = """\
 Mneme is the long-term memory of your conversations with a user (Chinese, English or both).

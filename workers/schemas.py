@@ -1,29 +1,125 @@
-"""Request and response bodies of the HTTP API, shared by the server and the Python client."""
+"""The wire models: every body the HTTP API answers with, as the server declares it and the client parses it.
+
+pydantic and the standard library only — no ``memory`` import — so ``workers.client`` loads without the
+server. The library keeps its own domain classes and returns them; each route declares the class here as its
+``response_model`` and FastAPI reads the domain object into it (by attribute: the fields match, which
+``tests/test_wire.py`` checks, with the enums' members). The request bodies validate with the library's rules
+and live with the server (``workers.api.requests``); the client sends plain JSON.
+
+No class here has a docstring of its own: it would become its schema's description in the OpenAPI document.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, model_validator
+from enum import StrEnum
+from typing import Annotated
 
-from memory.beliefs import Belief
-from memory.models import BeliefObject, ClientTs, EventType, Id, Relation, Role
-from memory.reviews import Review
-from memory.working import SessionView
+from pydantic import BaseModel, ConfigDict, Field
+
+#: The one id pattern (user, session, message, device, operator ids): the library's ``memory.models.ID_PATTERN``.
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$"
+ID_RULE = "1-128 characters: letters, digits and _ . : @ -, starting with a letter or digit"
+Id = Annotated[str, Field(pattern=ID_PATTERN, examples=["u_42"], description=ID_RULE)]
 
 
-class MessageIn(BaseModel):
-    user_id: Id
-    session_id: Id
-    device_id: Id | None = None
-    message_id: Id = Field(description="The client's id; sending it again is a harmless retry.")
+class Role(StrEnum):
+    user = "user"
+    assistant = "assistant"
+
+
+class EventType(StrEnum):  # what each one means: memory.models.EventType
+    """The closed set of episodic event types. Anything else is refused."""
+
+    greeting = "greeting"
+    small_talk = "small_talk"
+    question = "question"
+    statement = "statement"
+    age_declaration = "age_declaration"
+    identity = "identity"
+    preference = "preference"
+    dislike = "dislike"
+    concept_confusion = "concept_confusion"
+    request = "request"
+    emotion = "emotion"
+    goal = "goal"
+    operation_failure = "operation_failure"
+    plan = "plan"
+    feedback = "feedback"
+
+
+class Relation(StrEnum):
+    """The closed vocabulary of user→concept relations; ``memory.vocabulary`` gives each its category.
+    Anything else is refused."""
+
+    age = "age"
+    name = "name"
+    grade = "grade"
+    school = "school"
+    likes = "likes"
+    dislikes = "dislikes"
+    learning_style = "learning_style"
+    subject_preference = "subject_preference"
+    response_preference = "response_preference"
+    mastery = "mastery"
+    learning_obstacle = "learning_obstacle"
+    emotion_state = "emotion_state"
+    goal = "goal"
+
+
+class FactSource(StrEnum):
+    rule = "rule"
+    llm = "llm"
+    human = "human"
+    counter_evidence = "counter_evidence"
+
+
+class Status(StrEnum):  # a belief's
+    active = "active"
+    retired = "retired"
+    deleted = "deleted"
+    superseded = "superseded"
+    in_review = "in_review"
+
+
+class Wire(BaseModel):
+    # read from the library's object of the same shape too (a handler nests one in a wire body)
+    model_config = ConfigDict(from_attributes=True)
+
+
+# working memory
+
+
+class StoredMessage(Wire):
+    message_id: str
+    session_id: str
     role: Role
-    content: str = Field(min_length=1)
-    client_ts: ClientTs = Field(
-        description="When the message was written: ISO 8601 or unix seconds (milliseconds accepted), "
-                    "from 2000-01-01 to at most a day from now."
-    )
+    content: str
+    client_ts: float
+    received_at: float
+    device_id: str | None = None
+    truncated: bool = False
+    version: int
+    seq: int
 
 
-class MessageAccepted(BaseModel):
+class SessionView(Wire):
+    session_id: str
+    head: int
+    version: int
+    messages: list[StoredMessage]
+
+
+class FullMessage(Wire):
+    message_id: str
+    session_id: str
+    role: Role
+    content: str = Field(description="The full cleaned text, even when working memory holds it cut.")
+    truncated: bool
+    client_ts: float
+    version: int
+
+
+class MessageAccepted(Wire):
     job_id: str
     version: int
     session_id: str
@@ -35,71 +131,183 @@ class MessageAccepted(BaseModel):
                                                          "head, read in the same step as the append.")
 
 
-class RollbackIn(BaseModel):
-    to_version: int | None = Field(None, ge=0)
-    undo_last: bool = False
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> RollbackIn:
-        if (self.to_version is None) == (not self.undo_last):
-            raise ValueError("send exactly one of to_version (a version number) or undo_last: true")
-        return self
-
-
-class RecallIn(BaseModel):
-    user_id: Id
-    session_id: Id | None = None
-    query: str = Field(min_length=1, max_length=10_000, description="A question, or a few turns of dialogue "
-                                                                     "(`user: …` lines): the latest user turn leads.")
-    k: int = Field(5, ge=1, le=50)
-    event_types: list[EventType] | None = None
-    include_text: bool = Field(False, description="Return each event's full (decrypted) message text.")
-
-
-class FullMessage(BaseModel):
-    message_id: str
+class RolledBack(Wire):
     session_id: str
-    role: Role
-    content: str = Field(description="The full cleaned text, even when working memory holds it cut.")
-    truncated: bool
-    client_ts: float
     version: int
+    restored: int | None = Field(description="The version whose snapshot was restored (``to_version``); "
+                                             "None for an undo, which takes one message out of the head's.")
+    removed: list[StoredMessage] = Field(description="The messages the new version no longer holds: retracted, "
+                                                     "with what long-term memory made of them.")
 
 
-class Health(BaseModel):
-    status: str
-    backends: dict[str, str]
+class JobStatus(Wire):
+    job_id: str
+    tenant: str
+    state: str
+    user_id: str
+    session_id: str
+    message_id: str
+    accepted_at: float
+    finished_at: float | None = None
+    stages: dict[str, float]
+    event_ids: list[str]
+    embed_batch: int | None = Field(None, description="How many messages shared the model call that embedded it.")
+    merged: int | None = Field(None, description="How many of its events merged into similar earlier events.")
+    llm: str | None = Field(None, description="The LLM stage's outcome (ok, timeout, malformed, …) if it ran.")
+    error: str | None = None
+    note: str | None = Field(None, description="Why the job ended early (consent off, user erased, or its "
+                                               "message retracted: state 'retracted' once nothing of it is left).")
 
 
-class ErrorBody(BaseModel):
-    error: str
-    message: str
-    details: list | None = None
+# recall
 
 
-class BeliefIn(BaseModel):
+class EventHit(Wire):
+    event_id: str = Field(description="The event in the event layer this memory belongs to (feedback targets it).")
+    event_type: EventType
+    tier: str = Field(description="'event': in the live event layer; 'deep': kept verbatim in the deep tier.")
+    role: Role
+    summary: str
+    keywords: list[str]
+    text: str | None = Field(None, description="The full message text, when asked for with include_text.")
+    session_id: str
+    ts: float
+    confidence: float
+    count: int
+    message_ids: list[str] = Field(description="The matching messages of this memory, best first.")
+    score: float
+    why: dict[str, float] = Field(description="Score parts: keyword, vector_sim, fused, weight (feedback), noise, "
+                                              "type_match, in_time_window, recency, event_layer.")
+
+
+class FactHit(Wire):
+    rel_id: str
+    subject: str
     relation: Relation
-    object: BeliefObject
-    confidence: float = Field(0.95, ge=0.1, le=1.0)
-    operator_id: Id = Field("user", description="Who is making the correction (the user, a teacher, an agent).")
+    object: str
+    confidence: float = Field(description="Effective confidence: decayed to now.")
+    source: FactSource
+    message_ids: list[str]
+    event_ids: list[str]
+    devices: list[str]
+    updated_at: float
+    why: str = Field(description="Why recall chose it.")
+    explanation: str = Field(description="How its confidence came to be.")
 
 
-class ResolveIn(BaseModel):
-    keep: list[Id] = Field(description="rel_ids of the claims that are true; the others are deleted.")
-    operator_id: Id = "user"
+class RecallResult(Wire):
+    user_id: str
+    query: str
+    inferred_types: list[EventType] = Field(default_factory=list)
+    working: list[StoredMessage]
+    events: list[EventHit]
+    facts: list[FactHit]
+    degraded: dict[str, str] = Field(default_factory=dict, description="Layers that could not answer, and why.")
+    notes: list[str] = Field(default_factory=list, description="What the caller should know, e.g. that nothing "
+                                                               "in memory matched well enough.")
+    took_ms: float
 
 
-class Profile(BaseModel):
+class FeedbackResult(Wire):
+    target: str
+    weight: float | None = None
+    confidence: float | None = None
+
+
+class Metrics(Wire):
+    messages: int
+    sessions: int
+    users: int
+    session_depth: float
+    cross_session_retention: float
+    task_success_rate: float
+    memory_interference_rate: float | None
+    feedback: int
+
+
+# semantic memory
+
+
+class Belief(Wire):
+    rel_id: str
+    subject: str
+    relation: Relation
+    category: str
+    object: str
+    concept_id: str
+    confidence: float = Field(description="Effective: decayed to now.")
+    stored_confidence: float
+    half_life_days: float
+    source: FactSource
+    status: Status
+    updated_at: float
+    message_ids: list[str]
+    event_ids: list[str]
+    devices: list[str]
+    why: str = Field(description="How the current value came to be, step by step.")
+
+
+class Claim(Wire):
+    rel_id: str
+    relation: str
+    object: str
+    confidence: float
+    devices: list[str]
+
+
+class Review(Wire):
+    review_id: str
+    tenant: str
+    user_id: str
+    kind: str  # "contradiction" | "cross_device" | "human_correction"
+    claims: list[Claim]
+    evidence_id: str
+    created_at: float
+    status: str = "open"
+    kept: list[str] | None = None
+    resolved_by: str | None = None
+
+
+class Profile(Wire):
     user_id: str
     beliefs: list[Belief]
     open_reviews: list[Review]
 
 
-class ConsentIn(BaseModel):
-    long_term: bool = Field(description="true: keep episodic and semantic memory; false: working memory only.")
-    operator_id: Id = "user"
+# privacy
 
 
-class ChildIn(BaseModel):
-    child: bool = Field(description="true: under 13 — no graph writes, content-free events, encrypted window.")
-    operator_id: Id = "user"
+class Policy(Wire):
+    user_id: str
+    long_term: bool
+    consent_required: bool
+    consent_changed_at: float | None = None
+    consent_by: str | None = None
+    child: bool = False
+    child_by: str | None = None
+
+    @property
+    def keeps_long_term(self) -> bool:  # as ``memory.policy.Policy`` reads it
+        return self.long_term or not self.consent_required
+
+
+class Receipt(Wire):
+    user: str = Field(description="The hashed user id: the receipt itself holds no personal data.")
+    erased_at: float
+    removed: dict[str, int]
+    remaining: dict[str, int] = Field(description="Anything still found after the erasure (should be all 0).")
+    complete: bool
+
+
+# ops and errors
+
+
+class Health(Wire):
+    status: str
+    backends: dict[str, str]
+
+
+class ErrorBody(Wire):
+    error: str
+    message: str
+    details: list | None = None

@@ -17,8 +17,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import tasks.signals  # noqa: F401 - copies the request id into the tasks a request sends
 from memory import telemetry
+from memory.logs import configure_logging
 from workers.celery_app import QUEUES
-from workers.logs import RequestIdMiddleware, configure_logging
+from workers.logs import RequestIdMiddleware
 
 log = logging.getLogger("mneme.http")
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})

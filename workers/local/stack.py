@@ -1,7 +1,7 @@
 """Start and stop the whole local stack: an embedded Valkey (unless MNEME_REDIS_URL is set), the API,
 the Celery workers (one for the pipeline queues, one batching embeddings), beat and Flower.
 
-``python -m workers.stack`` serves until Ctrl-C; ``make demo`` and the tests use :class:`Stack` too.
+``python -m workers.local.stack`` serves until Ctrl-C; ``make demo`` and the tests use :class:`Stack` too.
 
 A started stack writes ``<data_dir>/stack.json`` (mode 0600: its API and Redis URLs, the pids of its processes
 and the settings it runs with, never a secret) and removes it on a clean stop; :func:`find_running` reads it, so

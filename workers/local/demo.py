@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from workers.client import MnemeClient
-from workers.stack import Stack, free_port
+from workers.local.stack import Stack, free_port
 
 USER = "demo_student"
 SESSION_1 = [

@@ -1,0 +1,46 @@
+"""The HTTP enqueue API. Writes go to working memory and the queue; reads never touch the queue.
+
+Run: ``uvicorn workers.api:create_app --factory``. OpenAPI at ``/docs``.
+
+One router per resource, each handler a call into the library with the dependencies of :mod:`.deps`
+(the runtime, the caller's tenant, id types): :mod:`.messages` (working memory), :mod:`.recall`,
+:mod:`.beliefs` (semantic memory), :mod:`.users` (privacy), :mod:`.feedback`, :mod:`.jobs`, :mod:`.health`.
+Bodies in: :mod:`.requests`; bodies out: :mod:`workers.schemas`; errors: :mod:`.errors`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from memory.runtime import Runtime, get_runtime
+from workers.api import beliefs, errors, feedback, health, jobs, messages, recall, users
+from workers.api.observability import install
+from workers.api.strict_json import StrictJsonRoute
+
+#: in this order, the OpenAPI document lists the paths as it always has
+ROUTERS = tuple(m.router for m in (messages, recall, beliefs, users, feedback, jobs, health))
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI):
+    # load the query embedder (and encode once) in the background: /healthz says "loading" until then
+    threading.Thread(target=app.state.runtime.warm_up, name="warm-up", daemon=True).start()
+    yield
+
+
+def create_app(runtime: Runtime | None = None) -> FastAPI:
+    rt = runtime or get_runtime()
+    app = FastAPI(title="Mneme", version="0.1.0", lifespan=lifespan, responses=errors.RESPONSES,
+                  exception_handlers=errors.HANDLERS,
+                  description="Memory backend for AI agents: working, episodic and semantic memory.")
+    app.router.route_class = StrictJsonRoute  # /metrics too; each router sets its own (deps.resource_router)
+    app.state.runtime = rt
+    app.state.started = time.time()  # /healthz: a stage that never finished anything is stalled from here
+    install(app, rt.redis)  # JSON logs with request ids, request latency, GET /metrics
+    for router in ROUTERS:
+        app.include_router(router)
+    return app

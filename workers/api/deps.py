@@ -1,0 +1,40 @@
+"""What every router shares: the runtime, the caller's tenant, the id types of paths and queries, and the
+router itself (its bodies read as strict JSON)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+
+from memory.models import ID_PATTERN, ID_RULE
+from memory.runtime import Runtime
+from memory.tenants import authenticate
+from workers.api.strict_json import StrictJsonRoute
+
+
+def runtime(request: Request) -> Runtime:
+    """The runtime ``create_app`` was built with (``app.state.runtime``)."""
+    return request.app.state.runtime
+
+
+Rt = Annotated[Runtime, Depends(runtime)]
+
+
+def tenant_of(request: Request, rt: Rt) -> str:
+    """The caller's tenant: from the API key, or the development tenant when auth is off."""
+    if not rt.settings.auth_required:
+        return rt.settings.tenant
+    header = request.headers.get("authorization", "")
+    secret = header[7:].strip() if header.lower().startswith("bearer ") else request.headers.get("x-api-key")
+    return authenticate(rt.redis, secret).tenant
+
+
+Tenant = Annotated[str, Depends(tenant_of)]
+PathId = Annotated[str, Path(pattern=ID_PATTERN, description=ID_RULE)]
+OperatorId = Annotated[str, Query(pattern=ID_PATTERN, description="Who is acting (the user, a teacher, an agent).")]
+
+
+def resource_router() -> APIRouter:
+    """A resource's router. Its routes keep their class when the app includes them: every body is strict JSON."""
+    return APIRouter(route_class=StrictJsonRoute)

@@ -1,0 +1,49 @@
+"""How the API answers an error: always ``ErrorBody`` (``{"error", "message"}``, and ``details`` for a 422).
+
+- a library error (``memory.errors.MnemeError``): its own status and code;
+- a routing or parsing error (no such route, wrong method, a body that is not JSON): its status, our shape;
+- Redis unreachable: 503 ``backend_unavailable``;
+- an invalid request: 422 ``invalid_request``, each problem named by field, never echoing the input.
+"""
+
+from __future__ import annotations
+
+import redis
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from memory.errors import MnemeError
+from workers.api.strict_json import problem
+from workers.schemas import ErrorBody
+
+#: Documented on every route.
+RESPONSES = {status: {"model": ErrorBody} for status in (400, 404, 409, 422, 503)}
+
+
+async def mneme_error(request: Request, exc: MnemeError) -> JSONResponse:
+    return JSONResponse(status_code=exc.status, content={"error": exc.code, "message": exc.message})
+
+
+async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    codes = {404: "not_found", 405: "method_not_allowed", 400: "invalid_request"}
+    return JSONResponse(status_code=exc.status_code, headers=getattr(exc, "headers", None), content={
+        "error": codes.get(exc.status_code, "http_error"), "message": str(exc.detail)})
+
+
+async def redis_down(request: Request, exc: redis.RedisError) -> JSONResponse:
+    return JSONResponse(status_code=503, content={"error": "backend_unavailable",
+                                                  "message": f"working memory unavailable: {exc}"})
+
+
+async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+    problems = [problem(e) for e in exc.errors()]
+    return JSONResponse(status_code=422, content={
+        "error": "invalid_request", "message": "; ".join(f"{p['field']}: {p['msg']}" for p in problems),
+        "details": problems,
+    })
+
+
+HANDLERS = {MnemeError: mneme_error, StarletteHTTPException: http_error, redis.RedisError: redis_down,
+            RequestValidationError: invalid}

@@ -1,0 +1,78 @@
+"""The request bodies the API reads. They stay with the server, not in :mod:`workers.schemas`, because they
+validate with the library's rules: the id pattern (``memory.models.Id``), how ``client_ts`` is read
+(``ClientTs``), how a belief's object is cleaned (``BeliefObject``, through ``memory.text``). The client sends
+plain JSON and needs none of it. (``POST /v1/feedback`` reads the library's own ``memory.feedback.FeedbackIn``.)
+
+An enum is read as the wire enum — one schema per name in the OpenAPI document, shared with the responses —
+and handed to the handler as the library's own.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, Field, model_validator
+
+from memory import models
+from memory.models import BeliefObject, ClientTs, Id
+from workers import schemas
+
+Role = Annotated[schemas.Role, AfterValidator(models.Role)]
+EventType = Annotated[schemas.EventType, AfterValidator(models.EventType)]
+Relation = Annotated[schemas.Relation, AfterValidator(models.Relation)]
+
+
+class MessageIn(BaseModel):
+    user_id: Id
+    session_id: Id
+    device_id: Id | None = None
+    message_id: Id = Field(description="The client's id; sending it again is a harmless retry.")
+    role: Role
+    content: str = Field(min_length=1)
+    client_ts: ClientTs = Field(
+        description="When the message was written: ISO 8601 or unix seconds (milliseconds accepted), "
+                    "from 2000-01-01 to at most a day from now."
+    )
+
+
+class RollbackIn(BaseModel):
+    to_version: int | None = Field(None, ge=0)
+    undo_last: bool = False
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> RollbackIn:
+        if (self.to_version is None) == (not self.undo_last):
+            raise ValueError("send exactly one of to_version (a version number) or undo_last: true")
+        return self
+
+
+class RecallIn(BaseModel):
+    user_id: Id
+    session_id: Id | None = None
+    query: str = Field(min_length=1, max_length=10_000, description="A question, or a few turns of dialogue "
+                                                                     "(`user: …` lines): the latest user turn leads.")
+    k: int = Field(5, ge=1, le=50)
+    event_types: list[EventType] | None = None
+    include_text: bool = Field(False, description="Return each event's full (decrypted) message text.")
+
+
+class BeliefIn(BaseModel):
+    relation: Relation
+    object: BeliefObject
+    confidence: float = Field(0.95, ge=0.1, le=1.0)
+    operator_id: Id = Field("user", description="Who is making the correction (the user, a teacher, an agent).")
+
+
+class ResolveIn(BaseModel):
+    keep: list[Id] = Field(description="rel_ids of the claims that are true; the others are deleted.")
+    operator_id: Id = "user"
+
+
+class ConsentIn(BaseModel):
+    long_term: bool = Field(description="true: keep episodic and semantic memory; false: working memory only.")
+    operator_id: Id = "user"
+
+
+class ChildIn(BaseModel):
+    child: bool = Field(description="true: under 13 — no graph writes, content-free events, encrypted window.")
+    operator_id: Id = "user"

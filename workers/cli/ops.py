@@ -1,0 +1,111 @@
+"""What every ``mneme`` command shares: :class:`Ops` (settings, runtime, Celery, output, progress), the
+settings lookup (:func:`find_settings`), exit codes and the :func:`handled` decorator."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import typer
+from celery import Celery
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from memory.errors import MnemeError
+from memory.runtime import Runtime
+from memory.settings import Settings
+from workers.celery_app import create_celery
+from workers.local.stack import find_running, state_path
+
+OK, FAILED, USAGE = 0, 1, 2
+
+
+class Ops:
+    """What one invocation needs, built on first use from fresh settings and closed at exit."""
+
+    def __init__(self, settings: Settings, note: str = "") -> None:
+        self.settings = settings
+        self.note = note  # why no running stack was found: said once, when a command needs Redis
+        self.out = Console(highlight=False)
+        self.err = Console(stderr=True, highlight=False)
+        self._runtime: Runtime | None = None
+        self._celery: Celery | None = None
+
+    def _say_note(self) -> None:
+        if self.note:
+            self.err.print(self.note, markup=False, soft_wrap=True)
+            self.note = ""
+
+    @property
+    def runtime(self) -> Runtime:
+        if self._runtime is None:
+            self._say_note()
+            self._runtime = Runtime(self.settings)
+        return self._runtime
+
+    @property
+    def celery(self) -> Celery:
+        if self._celery is None:
+            self._say_note()
+            self._celery = create_celery(self.settings)
+        return self._celery
+
+    def send(self, task: str, kwargs: dict[str, Any]) -> None:
+        self.celery.send_task(task, kwargs=kwargs)
+
+    def json(self, document: Any) -> None:
+        """Plain JSON on stdout (no wrapping, no markup), so it can be piped."""
+        typer.echo(json.dumps(document, ensure_ascii=False, indent=2, default=str))
+
+    def progress(self) -> Progress:
+        return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=self.err)
+
+    def close(self) -> None:
+        if self._celery is not None:
+            self._celery.close()
+        if self._runtime is not None and "redis" in self._runtime.__dict__:
+            self._runtime.redis.close()
+
+
+def find_settings(data_dir: Path | None = None) -> tuple[Settings, str]:
+    """This invocation's settings, and why no running stack was found ('' when one was, or none is needed).
+
+    An explicit ``MNEME_REDIS_URL`` wins; without it the stack's state file in the data dir supplies its Redis
+    and the settings it runs with (its stores, tenant…), under whatever this environment sets itself."""
+    given = Settings(**({"data_dir": data_dir} if data_dir else {}))
+    if given.redis_url:
+        return given, ""
+    state, why = find_running(given.data_dir)
+    if state is None:
+        return given, why or (f"no running stack found: {state_path(given.data_dir).absolute()} does not exist; "
+                              f"start it with `make run`, pass --data-dir, or set MNEME_REDIS_URL")
+    own = {name: getattr(given, name) for name in given.model_fields_set if name != "redis_url"}
+    try:
+        return Settings(**{**state.settings, **own, "redis_url": state.redis_url}), ""
+    except ValidationError as exc:  # a file written by another version of Mneme
+        return given, f"ignoring {state.path}: its settings are not valid here ({exc.error_count()} errors)"
+
+
+def handled(fn: Callable[..., None]) -> Callable[..., None]:
+    """Mneme's own errors end the command with their message and exit 1, not a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        try:
+            fn(*args, **kwargs)
+        except MnemeError as exc:
+            Console(stderr=True, highlight=False).print(f"[red]error:[/red] {exc.message}")
+            raise typer.Exit(FAILED) from None
+
+    return wrapper
+
+
+def utc_time(ts: float | None) -> str:
+    """A timestamp as tables show it (UTC, to the second); ``-`` when there is none."""
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S") if ts else "-"

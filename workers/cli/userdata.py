@@ -1,0 +1,53 @@
+"""``mneme export`` and ``mneme erase``: one user's data, all of it handed over (GDPR access) or erased."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from memory import erasure, userdata
+from memory.runtime import Runtime
+from workers.cli.ops import FAILED, USAGE, Ops, handled
+
+
+@handled
+def export(ctx: typer.Context, user_id: str,
+           tenant: Annotated[str | None, typer.Option(help="Default: MNEME_TENANT.")] = None,
+           out: Annotated[Path | None, typer.Option(help="Write here (mode 0600) instead of stdout.")] = None) -> None:
+    """Everything kept about one user as one JSON document, decrypted where the user's key still exists."""
+    ops: Ops = ctx.obj
+    document = export_user(ops.runtime, tenant or ops.settings.tenant, user_id)
+    if out is None:
+        ops.json(document)
+        return
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # personal data: owner only
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(document, fh, ensure_ascii=False, indent=2, default=str)
+    ops.err.print(f"wrote {out}: {len(document['sessions'])} sessions, {len(document['episodic_events'])} events, "
+                  f"{len(document['archive_objects'])} archived events, {len(document['graph_relations'])} beliefs")
+
+
+def export_user(rt: Runtime, tenant: str, user_id: str) -> dict:
+    """One user's data from every store (``memory.userdata.STORES``), each read keyed by (tenant, user)."""
+    return {"tenant": tenant, "user_id": user_id, "exported_at": time.time(), **userdata.export(rt, tenant, user_id)}
+
+
+@handled
+def erase(ctx: typer.Context, user_id: str,
+          tenant: Annotated[str | None, typer.Option(help="Default: MNEME_TENANT.")] = None,
+          yes: Annotated[bool, typer.Option("--yes", help="Confirm: erasure cannot be undone.")] = False,
+          operator: Annotated[str, typer.Option(help="Recorded in the audit trail.")] = "ops-cli") -> None:
+    """Erase a user from every store and print the receipt; exit 1 if anything remains."""
+    ops: Ops = ctx.obj
+    if not yes:
+        ops.err.print(f"refusing to erase {user_id!r} without --yes: erasure cannot be undone")
+        raise typer.Exit(USAGE)
+    receipt = erasure.erase_user(ops.runtime, tenant or ops.settings.tenant, user_id, operator)
+    ops.json(receipt.model_dump(mode="json"))
+    if not receipt.complete:
+        raise typer.Exit(FAILED)
