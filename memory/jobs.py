@@ -1,6 +1,7 @@
 """Pipeline job state in Redis: what a client polls, and what the redrive task re-sends.
 
-A job is created in the same atomic step that accepts its message (see ``working.lua``). Extraction
+A job is created in the same atomic step that accepts its message (``lua/sessions.lua``); every write of
+a job record is a function of ``lua/jobs.lua``. Extraction
 declares the branches that follow (embed, graph); each branch completes at most once however often
 it is redelivered, and the job is done when the last one completes.
 
@@ -23,66 +24,20 @@ from pydantic import BaseModel, Field, ValidationError
 
 from memory import keys
 from memory.errors import InvalidInput, NotFound, TransientError, described
+from memory.lua import script
 from memory.models import Event, Fact, Message
 from memory.working import REDIS_ERRORS
 
-# A finished job: its status without the message, rewritten so Redis can store it compactly again (a
-# hash that once held a long field stays in the big encoding), kept for the done TTL.
-_RETIRE = """
-local function retire(job, ttl)
-  local fields, keep = redis.call('HGETALL', job), {}
-  for i = 1, #fields, 2 do
-    local name = fields[i]
-    if name ~= 'payload' and name ~= 'work' then keep[#keep + 1] = name; keep[#keep + 1] = fields[i + 1] end
-  end
-  redis.call('DEL', job)
-  redis.call('HSET', job, unpack(keep))
-  redis.call('EXPIRE', job, ttl)
-end
-"""
 
-_START = _RETIRE + """
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local ended = redis.call('HGET', KEYS[1], 'state')
-if ended == 'dropped' or ended == 'retracted' then return 0 end  -- ended on purpose while it ran
-redis.call('HSETNX', KEYS[1], 'done:extract', ARGV[3])
-if redis.call('HSETNX', KEYS[1], 'branches', ARGV[1]) == 1 then
-  redis.call('HSET', KEYS[1], 'events', ARGV[2], 'state', 'extracted', 'updated_at', ARGV[3], 'work', ARGV[6])
-end
-if tonumber(redis.call('HGET', KEYS[1], 'branches')) <= 0 then
-  redis.call('HSET', KEYS[1], 'state', 'done', 'finished_at', ARGV[3])
-  retire(KEYS[1], ARGV[5])
-  redis.call('ZREM', KEYS[2], ARGV[4])
-end
-return 1
-"""
+def _step(entry: str) -> str:
+    return script("jobs.lua", entry=entry)
 
-_COMPLETE = _RETIRE + """
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-if redis.call('HSETNX', KEYS[1], 'done:' .. ARGV[1], ARGV[2]) == 0 then return -2 end
-local left = redis.call('HINCRBY', KEYS[1], 'branches', -1)
-local state = redis.call('HGET', KEYS[1], 'state')
-if left <= 0 and state ~= 'failed' and state ~= 'dropped' and state ~= 'retracted' then
-  redis.call('HSET', KEYS[1], 'state', 'done', 'finished_at', ARGV[2])
-  retire(KEYS[1], ARGV[4])
-  redis.call('ZREM', KEYS[2], ARGV[3])
-end
-return left
-"""
 
-_UPDATE = """
-if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], unpack(ARGV)) end
-return 1
-"""
-
-_FINISH = _RETIRE + """
-if redis.call('EXISTS', KEYS[1]) == 1 and redis.call('HGET', KEYS[1], 'state') ~= ARGV[1] then
-  redis.call('HSET', KEYS[1], 'state', ARGV[1], 'note', ARGV[2], 'finished_at', ARGV[3])
-  retire(KEYS[1], ARGV[4])
-end
-redis.call('ZREM', KEYS[2], ARGV[5])
-return 1
-"""
+_START = _step("return job_extracted(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])")
+_COMPLETE = _step("return job_complete(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4])")
+_UPDATE = _step("return job_update(KEYS[1], ARGV)")
+_FINISH = _step("return job_finish(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])")
+_ACCEPT = _step("job_accept(KEYS[1], KEYS[2], cjson.decode(ARGV[1])); return 1")
 
 STAGES = ("extract", "embed", "graph")
 _M = TypeVar("_M", bound=BaseModel)
@@ -145,6 +100,7 @@ class Jobs:
         self._complete = client.register_script(_COMPLETE)
         self._update = client.register_script(_UPDATE)
         self._finish = client.register_script(_FINISH)
+        self._accept = client.register_script(_ACCEPT)
 
     def get(self, job_id: str) -> JobStatus:
         fields = self._call(self._redis.hgetall, keys.job(job_id))
@@ -173,6 +129,13 @@ class Jobs:
         """(tenant, user id) of a job whose record is still kept."""
         who = self._call(self._redis.hget, keys.job(job_id), "who")
         return tuple(json.loads(who)[:2]) if who else None  # type: ignore[return-value]
+
+    def accept(self, job_id: str, who: tuple[str, str, str, str], payload: str, job_ttl_s: int) -> None:
+        """A job record as the accept step writes it, on its own: for a job whose message is accepted
+        elsewhere (a test planting a job for a task it sends straight to the broker)."""
+        fields = {"job_id": job_id, "who": json.dumps(list(who), ensure_ascii=False), "payload": payload,
+                  "job_ttl": job_ttl_s, "now": repr(round(time.time(), 3))}
+        self._call(self._accept, keys=[keys.job(job_id), keys.PENDING], args=[json.dumps(fields, ensure_ascii=False)])
 
     def extracted(self, job_id: str, branches: list[str], event_ids: list[str], work: JobWork) -> None:
         """Record extraction's result once (a redelivered extraction keeps the first); a job with no branch

@@ -1,6 +1,6 @@
 """Working memory: the last N cleaned messages of a session in Redis, versioned for rollback.
 
-Each change is one Lua step (``working.lua``): concurrent writers never lose a message, and a
+Each change is one Lua step (``lua/sessions.lua``): concurrent writers never lose a message, and a
 rollback restores a whole snapshot at once. Accepting a message also records its pipeline job and
 (from the API) pushes its first task onto the broker in the same step, so nothing accepted can be lost
 between Redis and the queue.
@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from importlib import resources
 
 import redis
 from pydantic import AliasChoices, BaseModel, Field, TypeAdapter
@@ -19,11 +18,12 @@ from pydantic import AliasChoices, BaseModel, Field, TypeAdapter
 from memory import ids, keys, telemetry
 from memory.crypto import SEALED_TEXT, open_text, seal_text
 from memory.errors import Conflict, NotFound, TransientError
+from memory.lua import script
 from memory.models import Message, Role
 from memory.settings import Settings
 from memory.text import clean, sha256, truncate_reply
 
-_LUA = resources.files("memory").joinpath("working.lua").read_text(encoding="utf-8")
+_LUA = script("jobs.lua", "counters.lua", "sessions.lua")
 DIGEST_CHARS = 32  # of the content's sha256 hex, kept per message id to tell a retry from a reused id
 REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
 
@@ -152,14 +152,16 @@ class WorkingMemory:
                     + (f',"d":{json.dumps(device_id, ensure_ascii=False)}' if device_id is not None else "")
                     + (',"x":true}' if truncated else "}"))
             queue, queued = task(message) if task else ("", "")
-            reply = self._run(
-                tenant, session_id, "append", user_id, message_id, digest, repr(ts), tail,
-                stored_text if truncated else "", s.window_size, s.versions_kept, s.session_ttl_s,
-                message.model_dump_json(exclude_defaults=True), s.job_ttl_s, now, job_id, session_id,
-                "1" if check_child else "0", "1" if read_back else "0",
-                json.dumps([tenant, user_id, session_id, message_id], ensure_ascii=False), queued,
-                job_id=job_id, user_id=user_id, queue=queue,
-            )
+            fields = {  # named, as sessions.lua's 'append' reads them
+                "user": user_id, "message_id": message_id, "digest": digest, "ts": repr(ts), "tail": tail,
+                "full_text": stored_text if truncated else "", "window": s.window_size, "kept": s.versions_kept,
+                "ttl": s.session_ttl_s, "session_id": session_id, "check_child": check_child, "read_back": read_back,
+                "job_id": job_id, "who": json.dumps([tenant, user_id, session_id, message_id], ensure_ascii=False),
+                "payload": message.model_dump_json(exclude_defaults=True), "job_ttl": s.job_ttl_s, "now": repr(now),
+                "task": queued,
+            }
+            reply = self._run(tenant, session_id, "append", json.dumps(fields, ensure_ascii=False),
+                              job_id=job_id, user_id=user_id, queue=queue)
             if reply[0] != "child":
                 break
             seal_key, check_child = child_seal_key(), False  # type: ignore[misc] - a child: seal, ask again

@@ -1,6 +1,6 @@
 """A Celery task message built by hand, for the one place that queues a task inside a Redis step of its
 own: the API accepts a message, records its job and queues its extraction in one atomic step
-(``memory/working.lua``), so an accepted message always has its task on the broker, and the API spends no
+(``memory/lua/sessions.lua``), so an accepted message always has its task on the broker, and the API spends no
 time in a Celery publish.
 
 The message is what ``app.send_task`` puts on a kombu Redis-transport queue (Celery message protocol 2,

@@ -1,5 +1,5 @@
 """The write path: memory.extract → memory.embed (batched) ∥ memory.upsert_graph → memory.audit; and its
-undoing: memory.retract, queued by a rollback in the same Redis step (``memory/working.lua``)."""
+undoing: memory.retract, queued by a rollback in the same Redis step (``memory/lua/sessions.lua``)."""
 
 from __future__ import annotations
 

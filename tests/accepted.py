@@ -28,11 +28,10 @@ def write_job(rt: Runtime, job_id: str, user_id: str = "u", session_id: str = "s
     left for embed and graph, as stored)."""
     message = Message(tenant=tenant, user_id=user_id, session_id=session_id, message_id=job_id, role="user",
                       content="x", client_ts=1.0)
-    fields = {"state": "accepted", "accepted_at": message.received_at, "payload": payload or message.model_dump_json(),
-              "who": json.dumps([tenant, user_id, session_id, job_id])}
+    rt.jobs.accept(job_id, (tenant, user_id, session_id, job_id), payload or message.model_dump_json(),
+                   rt.settings.job_ttl_s)
     if work is not None:
-        fields["work"] = work
-    rt.redis.hset(keys.job(job_id), mapping=fields)
+        rt.redis.hset(keys.job(job_id), "work", work)  # as extraction leaves it, malformed if the test says so
 
 
 def reopen_job(rt: Runtime, job_id: str) -> Message:

@@ -1,4 +1,7 @@
--- Working memory: every change to a session is one atomic step of this script.
+-- Working memory: every change to a session is one atomic step of this script. It runs after jobs.lua
+-- and counters.lua (``memory.lua.script``), whose functions it calls: the accept step ('append') is one
+-- step made of named parts — admit (owner, duplicate, retracted), intake (the window), count_message
+-- (counters.lua), job_accept (jobs.lua) and the push of the job's first task.
 -- KEYS: meta, msg, full, snap, ids, job, pending, user_sessions, metrics, policy, queue[, job keys ('seal')]
 -- ARGV[1] = op: 'append' | 'rollback' | 'read' | 'get' | 'retracted' | 'held' | 'seal'
 --
@@ -159,28 +162,28 @@ local function records(spans)
   return redis.call('HMGET', msg, unpack(seqs))
 end
 
-if op == 'append' then
-  -- ARGV: op, user, message_id, content_hash, ts, record_tail, full_text, window, kept, ttl,
-  --       job_json, job_ttl, now, job_id, session_id, check_child, read_back, job_who, task
-  local user, message_id, chash = ARGV[2], ARGV[3], ARGV[4]
-  local ts_text, tail, full_text = ARGV[5], ARGV[6], ARGV[7]
-  local ts = tonumber(ts_text)
-  local window, kept, ttl = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
-  local job_json, job_ttl, now, job_id = ARGV[11], tonumber(ARGV[12]), tonumber(ARGV[13]), ARGV[14]
-
-  -- a child's text must arrive sealed: say so, and the caller seals it and asks again
-  if ARGV[16] == '1' and redis.call('HGET', policy, 'child') == '1' then return {'child'} end
-  local state = redis.call('HMGET', meta, 'user', 'head', 'seq', 'mono')
+-- Who may append, and whether this message id was seen: a reply that ends the step, or nil.
+local function admit(f)
+  local state = redis.call('HMGET', meta, 'user', 'head')
   local owner, head = state[1], tonumber(state[2]) or 0
-  if owner and owner ~= user then return {'owner', owner} end
-  local seen = redis.call('HGET', ids, message_id)
+  if owner and owner ~= f.user then return {'owner', owner} end
+  local seen = redis.call('HGET', ids, f.message_id)
   if seen then
     if string.sub(seen, -2) == '|r' then return {'retracted'} end  -- taken back by a rollback
     local sep = string.find(seen, '|', 1, true)
     return {'dup', head, string.sub(seen, sep + 1)}
   end
+  return nil
+end
 
-  local seq = (tonumber(state[3]) or 0) + 1
+-- The message into the window: its record, inserted by client timestamp (ties keep arrival order; usually
+-- one comparison from the end), the oldest beyond `window` dropped, a new version committed. Returns the
+-- new head version, whether the message is in the window, and the head's spans before the step.
+local function intake(f)
+  local state = redis.call('HMGET', meta, 'head', 'seq', 'mono')
+  local head = tonumber(state[1]) or 0
+  local ts = tonumber(f.ts)
+  local seq = (tonumber(state[2]) or 0) + 1
   local spans = snapshot(head) or {}
   local previous = {}
   for i, span in ipairs(spans) do previous[i] = {span[1], span[2]} end
@@ -188,12 +191,11 @@ if op == 'append' then
   for _, span in ipairs(spans) do count = count + span[2] - span[1] + 1 end
   local last = spans[#spans]
 
-  -- insert by client timestamp (ties keep arrival order); usually one comparison from the end
   local in_window = 1
   if not last or client_ts(redis.call('HGET', msg, last[2])) <= ts then
     if last and seq == last[2] + 1 then last[2] = seq else spans[#spans + 1] = {seq, seq} end
     count = count + 1
-    while count > window do
+    while count > f.window do
       local first = spans[1]
       if first[1] == first[2] then table.remove(spans, 1) else first[1] = first[1] + 1 end
       count = count - 1
@@ -206,38 +208,41 @@ if op == 'append' then
       pos = pos - 1
     end
     table.insert(seqs, pos, seq)
-    while #seqs > window do table.remove(seqs, 1) end
+    while #seqs > f.window do table.remove(seqs, 1) end
     in_window = 0
     for _, n in ipairs(seqs) do if n == seq then in_window = 1 end end
     spans = runs(seqs)
   end
 
-  local version, mono = head, state[4] == '1'
+  local version, mono = head, state[3] == '1'
   if in_window == 1 then
-    redis.call('HSET', msg, seq, '{"t":' .. ts_text .. ',"s":' .. seq .. ',"v":' .. (head + 1) .. ',' .. tail)
-    if full_text ~= '' then redis.call('HSET', full, seq, full_text) end
-    version, mono = commit(spans, kept, head, previous, mono)
+    redis.call('HSET', msg, seq, '{"t":' .. f.ts .. ',"s":' .. seq .. ',"v":' .. (head + 1) .. ',' .. f.tail)
+    if f.full_text ~= '' then redis.call('HSET', full, seq, f.full_text) end
+    version, mono = commit(spans, f.kept, head, previous, mono)
   end
-  redis.call('HSET', meta, 'user', user, 'seq', seq, 'head', version, 'mono', mono and 1 or 0)
-  redis.call('HSET', ids, message_id, seq .. '|' .. chash)
-  expire_all(ttl)
-  -- product metrics: aggregates only (messages, sessions, users, returning users)
-  redis.call('HINCRBY', metrics, 'messages', 1)
-  if redis.call('SADD', user_sessions, ARGV[15]) == 1 then
-    redis.call('HINCRBY', metrics, 'sessions', 1)
-    local n = redis.call('SCARD', user_sessions)
-    if n == 1 then redis.call('HINCRBY', metrics, 'users', 1) end
-    if n == 2 then redis.call('HINCRBY', metrics, 'returning_users', 1) end
-  end
-  redis.call('EXPIRE', user_sessions, ttl)
+  redis.call('HSET', meta, 'user', f.user, 'seq', seq, 'head', version, 'mono', mono and 1 or 0)
+  redis.call('HSET', ids, f.message_id, seq .. '|' .. f.digest)
+  expire_all(f.ttl)
+  return version, in_window, spans, head
+end
 
-  redis.call('HSET', job, 'state', 'accepted', 'accepted_at', now, 'who', ARGV[18], 'payload', job_json)
-  redis.call('EXPIRE', job, job_ttl)
-  redis.call('ZADD', pending, now, job_id)
-  if ARGV[19] ~= '' then redis.call('LPUSH', queue, ARGV[19]) end  -- the job's first task, on the broker
-  if ARGV[17] == '1' then  -- the window at the new head comes back in the same step
+if op == 'append' then
+  -- ARGV: op, one JSON object of named fields: user, message_id, digest (of the content), ts (client
+  -- timestamp, as text), tail (the record after its timestamp, seq and version), full_text ('' unless the
+  -- reply was cut), window, kept, ttl (session), session_id, check_child, read_back, and for the job:
+  -- job_id, who, payload, job_ttl, now; task (the job's first task message, '' for none).
+  local f = cjson.decode(ARGV[2])
+  -- a child's text must arrive sealed: say so, and the caller seals it and asks again
+  if f.check_child and redis.call('HGET', policy, 'child') == '1' then return {'child'} end
+  local refused = admit(f)
+  if refused then return refused end
+  local version, in_window, spans, head = intake(f)
+  count_message(metrics, user_sessions, f.session_id, f.ttl)
+  job_accept(job, pending, f)
+  if f.task ~= '' then redis.call('LPUSH', queue, f.task) end  -- the job's first task, on the broker
+  if f.read_back then  -- the window at the new head comes back in the same step
     if in_window == 0 then spans = snapshot(head) or {} end
-    return {'ok', version, in_window, records(spans), user}
+    return {'ok', version, in_window, records(spans), f.user}
   end
   return {'ok', version, in_window}
 end
@@ -347,10 +352,7 @@ if op == 'seal' then
     end
   end
   for k = 12, #KEYS do
-    if redis.call('HGET', KEYS[k], 'payload') == ARGV[i] then
-      redis.call('HSET', KEYS[k], 'payload', ARGV[i + 1])
-      sealed[3] = sealed[3] + 1
-    end
+    sealed[3] = sealed[3] + job_reseal(KEYS[k], ARGV[i], ARGV[i + 1])
     i = i + 2
   end
   return {'ok', sealed[1], sealed[2], sealed[3]}
