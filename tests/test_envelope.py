@@ -14,7 +14,7 @@ from celery.worker.request import Request
 from kombu import Queue
 
 from tasks.envelope import task_message
-from workers.stack import Stack
+from workers.local.stack import Stack
 
 
 @pytest.fixture(scope="module")
