@@ -38,11 +38,12 @@ from pathlib import Path
 import numpy as np
 import redis
 
-from memory import ids, keys
-from memory.jobs import JobWork
+from memory import ids
 from memory.models import Message, Role
 from memory.runtime import Runtime
 from memory.settings import Settings
+from memory.state import keys
+from memory.state.jobs import JobWork
 from memory.text import clean
 from workers.local.stack import Stack, free_port
 
@@ -132,7 +133,7 @@ def bench_working(url: str, redis_pid: int, n: int, sessions: int, clients: int,
     def mneme_op(i: int) -> None:  # one step: append, and the window at the new head back
         role, text = texts[i % len(texts)]
         session = f"a{i % sessions}"
-        accepted = rt.working.append(tenant=TENANT, user_id="u", session_id=session, message_id=f"m{i}",
+        accepted = rt.state.working.append(tenant=TENANT, user_id="u", session_id=session, message_id=f"m{i}",
                                      role=Role(role), content=text, client_ts=base + i * 0.01,
                                      job_id=ids.job_id(TENANT, session, f"m{i}"), read_back=True)
         assert accepted.window is not None
@@ -140,9 +141,9 @@ def bench_working(url: str, redis_pid: int, n: int, sessions: int, clients: int,
     def mneme_two_calls(i: int) -> None:  # what an HTTP client does: POST /v1/messages, then GET the window
         role, text = texts[i % len(texts)]
         session = f"b{i % sessions}"
-        rt.working.append(tenant=TENANT, user_id="u", session_id=session, message_id=f"m{i}", role=Role(role),
+        rt.state.working.append(tenant=TENANT, user_id="u", session_id=session, message_id=f"m{i}", role=Role(role),
                           content=text, client_ts=base + i * 0.01, job_id=ids.job_id(TENANT, session, f"m{i}"))
-        rt.working.read(TENANT, session)
+        rt.state.working.read(TENANT, session)
 
     ops = {"raw": raw_op, "mneme": mneme_op, "mneme_two_calls": mneme_two_calls}
     for i in range(300):  # warm up: connections, scripts, sessions past their first versions
@@ -191,7 +192,7 @@ def _append_worker(url: str, kind: str, worker: int, start_at: float, seconds: f
             pipe.execute()
         else:
             role, text = texts[i % len(texts)]
-            rt.working.append(tenant=TENANT, user_id=f"u{worker}", session_id=session, message_id=f"m{i}",
+            rt.state.working.append(tenant=TENANT, user_id=f"u{worker}", session_id=session, message_id=f"m{i}",
                               role=Role(role), content=text, client_ts=base + i * 0.01,
                               job_id=ids.job_id(TENANT, session, f"m{i}"))
 
@@ -239,7 +240,7 @@ def bench_memory(url: str, sessions: int, per_session: int) -> dict:
     texts = corpus()
     client = redis.Redis.from_url(url, decode_responses=True)
     rt = Runtime(Settings(_env_file=None, redis_url=url))
-    rt.working.append(tenant="warm", user_id="w", session_id="w", message_id="w", role=Role.user, content="warm",
+    rt.state.working.append(tenant="warm", user_id="w", session_id="w", message_id="w", role=Role.user, content="warm",
                       client_ts=time.time(), job_id="warm")  # loads the script, creates the pending set
     client.delete(keys.session("warm", "w").all()[0])
     before = client.info("memory")["used_memory"]
@@ -249,7 +250,7 @@ def bench_memory(url: str, sessions: int, per_session: int) -> dict:
             role, text = texts[i % len(texts)]
             i += 1
             session = f"s{s:04d}"
-            rt.working.append(tenant=TENANT, user_id=f"u{s:04d}", session_id=session, message_id=f"m{j}",
+            rt.state.working.append(tenant=TENANT, user_id=f"u{s:04d}", session_id=session, message_id=f"m{j}",
                               role=Role(role), content=text, client_ts=now - 3600 + j,
                               job_id=ids.job_id(TENANT, session, f"m{j}"))
     elapsed = time.perf_counter() - started
@@ -266,10 +267,10 @@ def bench_memory(url: str, sessions: int, per_session: int) -> dict:
             message = Message(tenant=TENANT, user_id=f"u{s:04d}", session_id=session, message_id=f"m{j}",
                               role=Role(role), content=clean(text), client_ts=now)
             extraction = extract(message)
-            rt.jobs.extracted(job_id, ["embed", "graph"], [e.event_id for e in extraction.events],
+            rt.state.jobs.extracted(job_id, ["embed", "graph"], [e.event_id for e in extraction.events],
                               JobWork(mode="full", events=extraction.events, facts=extraction.facts))
-            rt.jobs.complete(job_id, "embed")
-            rt.jobs.complete(job_id, "graph")
+            rt.state.jobs.complete(job_id, "embed")
+            rt.state.jobs.complete(job_id, "graph")
     after = client.info("memory")["used_memory"]
     groups = _key_groups(client)
     # raw baseline: the same records as one capped Redis list per session, nothing else
@@ -622,7 +623,7 @@ def _build_users(rt: Runtime, users: range, per_user: int, templates: list[dict]
     from memory.crypto import keyed_tokens
 
     started = time.perf_counter()
-    user_keys = {u: rt.keys.get(TENANT, f"u{u:05d}") for u in users}
+    user_keys = {u: rt.user_keys.get(TENANT, f"u{u:05d}") for u in users}
     keys_seconds = time.perf_counter() - started
     args = (templates, user_keys, per_user, time.time(), rt.embedder.dim)
     _gen_init(None, *args)

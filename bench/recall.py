@@ -25,7 +25,6 @@ from pathlib import Path
 
 import numpy as np
 
-from memory import keys
 from memory.crypto import keyed_tokens
 from memory.embedding import USEEmbedder
 from memory.text import clean, language, tokenize
@@ -177,9 +176,9 @@ def main() -> None:
                     "memory.train_adapter", kwargs={"pairs_path": str(Path(tmp) / "train.jsonl")})
                 from memory.runtime import Runtime
 
-                redis = Runtime(stack.settings).redis
+                published = Runtime(stack.settings).state.adapter
                 deadline = time.monotonic() + 300
-                while not redis.get(keys.ADAPTER_CURRENT) and time.monotonic() < deadline:
+                while not published.current() and time.monotonic() < deadline:
                     time.sleep(0.5)
                 time.sleep(2.5)
                 runs["Mneme + LoRA query adapter"] = run_mneme(client, test)

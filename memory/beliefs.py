@@ -40,8 +40,8 @@ from memory.graph import (
     StoredRelation,
 )
 from memory.models import Fact, FactSource, Relation
-from memory.reviews import Claim, Review, Reviews
 from memory.settings import Settings
+from memory.state.reviews import Claim, Review, Reviews
 from memory.vocabulary import decayed, half_life_days, spec
 
 HUMAN_CONFIRMED = 0.95

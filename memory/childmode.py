@@ -1,7 +1,7 @@
 """Child mode for what is already held: a user who becomes a child (``PUT …/child``, or an age under 13
 declared in conversation) is brought under child rules at once, not only for what they say next.
 
-The child rules (``memory.policy``): working memory sealed at rest, episodic events type only (no
+The child rules (``memory.state.policy``): working memory sealed at rest, episodic events type only (no
 summary, keywords, text, index tokens or vector), no beliefs. ``bring_under_child_rules`` applies them to
 what was stored while the user was an adult — every session's message records, cut-reply full texts and
 queued job payloads (sealed as ``WorkingMemory.append`` seals a child's, still readable through the API);
@@ -21,7 +21,6 @@ import base64
 import time
 from collections.abc import Callable
 
-from memory import erasure, userdata
 from memory.archive import decode, encode, user_prefix
 from memory.audit import record
 from memory.crypto import seal
@@ -34,30 +33,29 @@ from memory.userhash import user_hash
 #: What a child's event reveals: nothing of its message (``memory.pipeline.rule_stage``).
 EMPTY = Revealed(summary="", keywords=[], text="").model_dump_json().encode()
 TYPE_ONLY_LANG = language("")  # a child's event is stored with the language of its (empty) text
-_reviews = next(store for store in userdata.STORES if store.name == "reviews")  # erasure's way: they hold claims
 
 
 def bring_under_child_rules(rt: Runtime, tenant: str, user_id: str, operator_id: str,
                             source: str = "human") -> dict[str, int]:
     """Convert what is held for a user now in child mode; returns what was converted, counts only. ``source``
     is the audit record's: "human" when someone set child mode, "pipeline" when the user declared an age."""
-    if not rt.policies.get(tenant, user_id).child:
+    if not rt.state.policies.get(tenant, user_id).child:
         raise Conflict(f"user {user_id!r} is not in child mode: set it first (PUT .../child)")
-    key = rt.keys.get(tenant, user_id)
+    key = rt.user_keys.get(tenant, user_id)
 
     def sealed(event_id: str) -> bytes:
         return seal(key, EMPTY, event_id)  # as ``memory.events`` seals a payload: under the event id
 
-    working = rt.working.seal_held(tenant, user_id, key)
+    working = rt.state.working.seal_held(tenant, user_id, key)
     report = {
         "sessions": working["sessions"], "messages_sealed": working["messages"],
         "full_texts_sealed": working["full_texts"], "job_payloads_sealed": working["jobs"],
         "events_stripped": rt.episodic_store.strip_content(tenant, user_id, sealed, TYPE_ONLY_LANG),
         "archived_events_stripped": _strip_archive(rt, tenant, user_id, sealed),
         "beliefs_removed": rt.graph.erase_user(tenant, user_id),
-        "reviews_removed": _reviews.erase(rt, tenant, user_id)["reviews"],
+        "reviews_removed": rt.state.reviews.erase(tenant, user_id)["reviews"],  # reviews hold the claims' text
     }
-    erasure.rewrite_aof(rt)
+    rt.state.rewrite_append_only_file()
     who = user_hash(rt.user_hash_key, tenant, user_id)
     rt.audit.write([record(rt.user_hash_key, tenant, user_id, "child_mode.convert",
                            f"child-convert:{who}:{time.time()}", operator_id, source, **report)])

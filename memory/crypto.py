@@ -14,25 +14,16 @@ import hmac
 import os
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from memory.errors import ConfigurationError, NotFound
 from memory.files import private_dir
+from memory.keystore import KeyStore
+from memory.registry import open_backend
 from memory.settings import Settings
-from memory.sqlite import SQLiteFile
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS user_keys (
-    tenant TEXT NOT NULL,
-    user_id TEXT NOT NULL,
-    wrapped BLOB NOT NULL,
-    created_at REAL NOT NULL,
-    PRIMARY KEY (tenant, user_id)
-);
-"""
 _NONCE = 12
 CACHE_S = 30.0  # another process's erasure reaches this one's cache within this long
 
@@ -97,14 +88,17 @@ def keyed_tokens(key: bytes, tokens: Sequence[str]) -> list[str]:
 
 
 class UserKeys:
-    def __init__(self, path: Path, master: bytes) -> None:
-        self._db = SQLiteFile(path, _SCHEMA, "key store")
+    """Each user's data key, kept wrapped by the master key in a key store (``memory.keystore``), cached for
+    ``CACHE_S`` (another process's erasure reaches this one's cache within that)."""
+
+    def __init__(self, store: KeyStore, master: bytes) -> None:
+        self._store = store
         self._master = master
-        self._cache: dict[tuple[str, str], tuple[bytes, float]] = {}  # re-read after CACHE_S: erasure elsewhere
+        self._cache: dict[tuple[str, str], tuple[bytes, float]] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings) -> UserKeys:
-        return cls(settings.data_dir / "keys.db", load_master_key(settings))
+        return cls(open_backend("keys", settings.keys, settings), load_master_key(settings))
 
     def get(self, tenant: str, user_id: str, create: bool = True) -> bytes | None:
         """The user's data key; created on first use when ``create``, else None if there is none."""
@@ -112,19 +106,13 @@ class UserKeys:
         if cached is not None and time.monotonic() - cached[1] < CACHE_S:
             return cached[0]
         context = f"{tenant}\x1f{user_id}"
-
-        def load(conn) -> bytes | None:
-            if create:
-                wrapped = seal(self._master, AESGCM.generate_key(bit_length=256), context)
-                conn.execute("INSERT OR IGNORE INTO user_keys VALUES (?, ?, ?, ?)",
-                             (tenant, user_id, wrapped, time.time()))
-            row = conn.execute("SELECT wrapped FROM user_keys WHERE tenant = ? AND user_id = ?",
-                               (tenant, user_id)).fetchone()
-            return row[0] if row else None
-
-        wrapped = self._db.transaction(load)
-        if wrapped is None:
-            return None
+        if create:
+            wrapped = self._store.put_if_absent(tenant, user_id,
+                                                seal(self._master, AESGCM.generate_key(bit_length=256), context))
+        else:
+            wrapped = self._store.get(tenant, user_id)
+            if wrapped is None:
+                return None
         try:
             key = unseal(self._master, wrapped, context)
         except InvalidTag as exc:
@@ -136,10 +124,9 @@ class UserKeys:
 
     def destroy(self, tenant: str, user_id: str) -> None:
         """Crypto-shred: every text sealed with this key becomes unreadable."""
-        deleted = self._db.run(
-            lambda c: c.execute("DELETE FROM user_keys WHERE tenant = ? AND user_id = ?", (tenant, user_id)).rowcount
-        )
         self._cache.pop((tenant, user_id), None)
-        self._db.checkpoint()
-        if not deleted:
+        if not self._store.delete(tenant, user_id):
             raise NotFound(f"no key for user {user_id!r}")
+
+    def ping(self) -> None:
+        self._store.ping()

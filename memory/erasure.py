@@ -1,7 +1,7 @@
 """Erasure: remove a user from every layer at once, drop their queued work, and prove it.
 
 ``erase_user`` first writes a tombstone (work received before it is dropped by every stage), then erases
-every store of user data ``memory.userdata.STORES`` names — working memory and the user's jobs, policy,
+every store of user data ``memory.userdata.stores`` names — working memory and the user's jobs, policy,
 reviews, devices, dead letters, feedback pairs, episodic events of every tier, the graph user (id kept,
 everything else cleared), archive objects — and last destroys the user's key (anything sealed under it,
 anywhere, is unreadable from then on). Every step is idempotent; ``sweep`` (beat, hourly) runs it again
@@ -15,12 +15,10 @@ import time
 
 from pydantic import BaseModel, Field
 
-from memory import keys, userdata
+from memory import userdata
 from memory.audit import record
-from memory.errors import TransientError
 from memory.runtime import Runtime
 from memory.userhash import user_hash
-from memory.working import REDIS_ERRORS
 
 
 class Receipt(BaseModel):
@@ -33,12 +31,9 @@ class Receipt(BaseModel):
 
 def erase_user(rt: Runtime, tenant: str, user_id: str, operator_id: str, at: float | None = None) -> Receipt:
     at = time.time() if at is None else at
-    rt.policies.tombstone(tenant, user_id, at)
-    try:
-        removed = userdata.erase(rt, tenant, user_id)
-    except REDIS_ERRORS as exc:
-        raise TransientError(f"working memory unavailable during erasure: {exc}") from exc
-    rewrite_aof(rt)
+    rt.state.policies.tombstone(tenant, user_id, at)
+    removed = userdata.erase(rt, tenant, user_id)
+    rt.state.rewrite_append_only_file()
     remaining = verify(rt, tenant, user_id)
     hashed = user_hash(rt.user_hash_key, tenant, user_id)
     receipt = Receipt(user=hashed, erased_at=at, removed=removed, remaining=remaining,
@@ -49,7 +44,7 @@ def erase_user(rt: Runtime, tenant: str, user_id: str, operator_id: str, at: flo
 
 
 def verify(rt: Runtime, tenant: str, user_id: str) -> dict[str, int]:
-    """What is still stored for this user, store by store (``memory.userdata.STORES``)."""
+    """What is still stored for this user, store by store (``memory.userdata.stores``)."""
     return userdata.count(rt, tenant, user_id)
 
 
@@ -58,11 +53,9 @@ def sweep(rt: Runtime, dry_run: bool = False, limit: int = 1000, batch_size: int
     sla = rt.settings.erasure_sla_hours * 3600
     now = time.time()
     report = {"checked": 0, "completed": 0, "verified": 0, "incomplete": 0, "dry_run": dry_run}
-    for tenant in _tenants(rt):
-        users = [u for start in range(0, limit, batch_size)
-                 for u in rt.redis.zrange(keys.erasing(tenant), start, min(limit, start + batch_size) - 1,
-                                          withscores=True)]
-        for user_id, at in users:
+    policies = rt.state.policies
+    for tenant in policies.tenants_erasing():
+        for user_id, at in policies.erasing(tenant, limit, batch_size):
             report["checked"] += 1
             remaining = verify(rt, tenant, user_id)
             if any(remaining.values()):
@@ -71,23 +64,10 @@ def sweep(rt: Runtime, dry_run: bool = False, limit: int = 1000, batch_size: int
                     erase_user(rt, tenant, user_id, operator_id="erasure-sweeper", at=at)
                     report["completed"] += 1
             elif now - at > sla and not dry_run:
-                rt.redis.zrem(keys.erasing(tenant), user_id)
+                policies.verified(tenant, user_id)
                 report["verified"] += 1
-        if not dry_run:  # no queued write can be older than the job TTL: older tombstones have done their job
-            rt.redis.zremrangebyscore(keys.tombstones(tenant), "-inf", now - rt.settings.job_ttl_s)
+        if not dry_run:
+            policies.forget_tombstones(tenant, now - rt.settings.job_ttl_s)
     if report["checked"] and not dry_run:
-        rewrite_aof(rt)  # queued work for erased users has drained since: drop its traces from the AOF too
+        rt.state.rewrite_append_only_file()  # queued work for erased users has drained: drop its traces too
     return report
-
-
-def rewrite_aof(rt: Runtime) -> None:
-    """Redis's append-only file keeps erased commands (and broker messages) until it is rewritten."""
-    try:
-        rt.redis.bgrewriteaof()
-    except Exception:  # noqa: BLE001 - a rewrite already running, or AOF off: the next sweep rewrites
-        pass
-
-
-def _tenants(rt: Runtime) -> list[str]:
-    prefix = keys.erasing("")
-    return sorted({k[len(prefix):] for k in rt.redis.scan_iter(match=prefix + "*", count=500)})

@@ -3,7 +3,7 @@
 Feedback on a recalled event moves its retrieval weight (useful ×1.25, not useful ×0.5, kept in
 0.1–3); on a belief, "not useful" is counter-evidence (×0.5) and "useful" confirms it (source human).
 Useful (query, event) pairs are kept, sealed under the user's key, for training the LoRA query adapter
-(``memory.userdata``: erased and exported with the user).
+(``memory.state.feedback_pairs``: erased and exported with the user).
 
 Metrics (aggregate counters, no personal data):
 - session depth: messages per session;
@@ -18,7 +18,6 @@ import time
 
 from pydantic import BaseModel, Field, model_validator
 
-from memory import keys, userdata
 from memory.errors import NotFound
 from memory.graph import COUNTER, Change, Evidence, MergeMode, RelationKey
 from memory.models import FactSource
@@ -60,7 +59,6 @@ class Metrics(BaseModel):
 
 
 def give(rt: Runtime, tenant: str, body: FeedbackIn) -> tuple[FeedbackResult, Change | None]:
-    counts = {"total": 1, "not_useful": int(not body.useful)}
     if body.event_id:
         found = rt.episodic_store.get(tenant, body.user_id, [body.event_id])
         if not found:
@@ -68,17 +66,14 @@ def give(rt: Runtime, tenant: str, body: FeedbackIn) -> tuple[FeedbackResult, Ch
         factor = USEFUL_FACTOR if body.useful else NOT_USEFUL_FACTOR
         weight = min(MAX_WEIGHT, max(MIN_WEIGHT, found[0].weight * factor))
         rt.episodic_store.update(tenant, body.user_id, [body.event_id], weight=weight)
-        pipe = rt.redis.pipeline()
-        for name, n in counts.items():
-            pipe.hincrby(keys.feedback(tenant), name, n)
-        pipe.execute()
+        rt.state.counters.count_feedback(tenant, body.useful)
         if body.useful and body.query:
-            userdata.keep_feedback_pair(rt, tenant, body.user_id, body.query, body.event_id)
+            rt.state.feedback_pairs.keep(tenant, body.user_id, body.query, body.event_id)
         return FeedbackResult(target=body.event_id, weight=weight), None
     belief = next((r for r in rt.graph.relations(tenant, body.user_id) if r.rel_id == body.rel_id), None)
     if belief is None:
         raise NotFound(f"user {body.user_id!r} has no active belief {body.rel_id!r}")
-    seq = rt.redis.hincrby(keys.feedback(tenant), "seq", 1)
+    seq = rt.state.counters.next_feedback_seq(tenant)
     evidence = Evidence(evidence_id=f"feedback:{body.operator_id}:{seq}",
                         source=FactSource.human if body.useful else FactSource.counter_evidence,
                         confidence=belief.confidence, ts=time.time(),
@@ -89,16 +84,15 @@ def give(rt: Runtime, tenant: str, body: FeedbackIn) -> tuple[FeedbackResult, Ch
         change = rt.graph.merge(key, evidence, MergeMode.human)
     else:
         change = rt.graph.scale(belief.rel_id, evidence, COUNTER)
-    for name, n in counts.items():
-        rt.redis.hincrby(keys.feedback(tenant), name, n)
+    rt.state.counters.count_feedback(tenant, body.useful)
     return FeedbackResult(target=belief.rel_id, confidence=change.after if change else None), change
 
 
 def training_pairs(rt: Runtime, tenant: str) -> list[tuple[str, str]]:
     """(query, the text of the event that answered it) from useful feedback; erased users' are gone."""
     pairs = []
-    for user_id in userdata.users_with_feedback_pairs(rt, tenant):
-        for item in userdata.feedback_pairs(rt, tenant, user_id):
+    for user_id in rt.state.feedback_pairs.users(tenant):
+        for item in rt.state.feedback_pairs.of_user(tenant, user_id):
             found = rt.episodic_store.get(tenant, user_id, [item["event_id"]])
             shown = rt.episodic.reveal(found[0]) if found else None
             if shown and shown.text:
@@ -107,8 +101,7 @@ def training_pairs(rt: Runtime, tenant: str) -> list[tuple[str, str]]:
 
 
 def metrics(rt: Runtime, tenant: str) -> Metrics:
-    counters = {k: int(v) for k, v in rt.redis.hgetall(keys.metrics(tenant)).items()}
-    feedback = {k: int(v) for k, v in rt.redis.hgetall(keys.feedback(tenant)).items() if k != "seq"}
+    counters, feedback = rt.state.counters.product(tenant), rt.state.counters.feedback(tenant)
     sessions, users = counters.get("sessions", 0), counters.get("users", 0)
     total = feedback.get("total", 0)
     return Metrics(
@@ -119,10 +112,3 @@ def metrics(rt: Runtime, tenant: str) -> Metrics:
         memory_interference_rate=round(feedback.get("not_useful", 0) / total, 3) if total else None,
         feedback=total,
     )
-
-
-def note_failure(rt: Runtime, tenant: str, session_id: str) -> None:
-    """Count a session as failed once (an operation_failure event in it)."""
-    if rt.redis.set(keys.failed_session(tenant, session_id), 1, nx=True, ex=rt.settings.session_ttl_s):
-        rt.redis.hincrby(keys.metrics(tenant), "failed_sessions", 1)
-

@@ -3,9 +3,9 @@
 The rules (:mod:`memory.extraction`) always run first; their result is the *fallback*. This stage never
 raises for an LLM problem and never loses a message: on a timeout, an unreachable endpoint, an HTTP error,
 output that is not the expected JSON, or an exhausted daily token budget it returns the fallback unchanged,
-says why in an :class:`LLMOutcome` and counts the reason in ``HINCRBY mneme:llm:failures <reason> 1``.
+says why in an :class:`LLMOutcome` and counts the reason (``memory.state.llm_usage``).
 
-Budget: each tenant may spend ``llm_daily_token_budget`` tokens per UTC day (``keys.llm_tokens``, 2-day TTL);
+Budget: each tenant may spend ``llm_daily_token_budget`` tokens per UTC day (``memory.state.llm_usage``, 2-day TTL);
 0 disables the stage. The check happens before the call, so concurrent workers can overshoot by a call each.
 Redis errors are not LLM problems: they raise :class:`TransientError`, as everywhere else.
 """
@@ -21,17 +21,15 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import httpx
-import redis
 from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
-from memory import ids, keys, telemetry
-from memory.errors import ConfigurationError, TransientError
+from memory import ids, telemetry
+from memory.errors import ConfigurationError
 from memory.models import Event, EventType, Extraction, Fact, FactSource, Message, Relation, Role
 from memory.settings import Settings
+from memory.state.llm_usage import LLMUsage
 from memory.text import cut, sha256, tokenize
-from memory.working import REDIS_ERRORS
 
-TOKENS_TTL_S = 2 * 24 * 3600
 EVENT_CONFIDENCE = 0.6
 MAX_COMPLETION_TOKENS = 512
 
@@ -88,10 +86,10 @@ def _safe(text: str) -> str:
 class LLMExtractor:
     """Calls the chat endpoint for one message at a time. Close it (or use ``with``) to free connections."""
 
-    def __init__(self, settings: Settings, client: redis.Redis, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, settings: Settings, usage: LLMUsage, clock: Callable[[], float] = time.time) -> None:
         if not settings.llm_base_url:
             raise ConfigurationError("MNEME_LLM_BASE_URL is not set; the LLM stage is off")
-        self.settings, self.redis, self.clock = settings, client, clock
+        self.settings, self.usage, self.clock = settings, usage, clock
         self.url = settings.llm_base_url.rstrip("/") + "/chat/completions"
         headers = {"authorization": f"Bearer {settings.llm_api_key}"} if settings.llm_api_key else {}
         self.http = httpx.Client(timeout=settings.llm_timeout_s, headers=headers)
@@ -107,23 +105,20 @@ class LLMExtractor:
 
     def extract(self, message: Message, fallback: Extraction) -> tuple[Extraction, LLMOutcome]:
         """The LLM's events and facts for ``message``, or ``fallback`` unchanged and the reason why not."""
+        day = datetime.fromtimestamp(self.clock(), UTC).strftime("%Y%m%d")
         try:
-            budget_key = keys.llm_tokens(message.tenant, datetime.fromtimestamp(self.clock(), UTC).strftime("%Y%m%d"))
+            output, tokens = self._call(message, day)
             try:
-                output, tokens = self._call(message, budget_key)
-                try:
-                    return self._build(message, output), LLMOutcome(used_llm=True, reason="ok", tokens=tokens)
-                except ValidationError:  # a value valid for the answer but not for an Event or Fact
-                    raise _Failure("schema", tokens) from None
-            except _Failure as failure:
-                self.redis.hincrby(keys.LLM_FAILURES, failure.reason, 1)
-                return fallback, LLMOutcome(used_llm=False, reason=failure.reason, tokens=failure.tokens)
-        except REDIS_ERRORS as exc:
-            raise TransientError(f"LLM budget store unavailable: {exc}") from exc
+                return self._build(message, output), LLMOutcome(used_llm=True, reason="ok", tokens=tokens)
+            except ValidationError:  # a value valid for the answer but not for an Event or Fact
+                raise _Failure("schema", tokens) from None
+        except _Failure as failure:
+            self.usage.count_failure(failure.reason)
+            return fallback, LLMOutcome(used_llm=False, reason=failure.reason, tokens=failure.tokens)
 
-    def _call(self, message: Message, budget_key: str) -> tuple[LLMOutput, int]:
+    def _call(self, message: Message, day: str) -> tuple[LLMOutput, int]:
         budget = self.settings.llm_daily_token_budget
-        if budget <= 0 or int(self.redis.get(budget_key) or 0) >= budget:
+        if budget <= 0 or self.usage.spent(message.tenant, day) >= budget:
             raise _Failure("budget_exhausted")
         prompt = [
             {"role": "system", "content": SYSTEM_PROMPT},
@@ -150,8 +145,7 @@ class LLMExtractor:
         total = usage.get("total_tokens") if isinstance(usage, dict) else None
         if not isinstance(total, int) or isinstance(total, bool) or total < 0:
             total = len("".join(m["content"] for m in prompt) + content) // 2
-        with self.redis.pipeline(transaction=True) as pipe:
-            pipe.incrby(budget_key, total).expire(budget_key, TOKENS_TTL_S).execute()
+        self.usage.spend(message.tenant, day, total)
         telemetry.LLM_TOKENS.labels(message.tenant).inc(total)
         fenced = _FENCE.match(content)
         try:
@@ -193,11 +187,3 @@ class LLMExtractor:
                     message_ids=[message.message_id], ts=message.client_ts,
                 ))
         return Extraction(events=list(events.values()), facts=list(facts.values()))
-
-
-def llm_failures(client: redis.Redis) -> dict[str, int]:
-    """Failure counters by reason (``timeout``, ``http_500``, ``schema``, …), for operators and metrics."""
-    try:
-        return {reason: int(count) for reason, count in client.hgetall(keys.LLM_FAILURES).items()}
-    except REDIS_ERRORS as exc:
-        raise TransientError(f"LLM failure counters unavailable: {exc}") from exc

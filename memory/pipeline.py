@@ -19,17 +19,17 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
-from memory import anchoring, childmode, feedback, ids, keys, tuning
+from memory import anchoring, childmode, feedback, ids, tuning
 from memory.audit import graph_write_record, layer_records
 from memory.crypto import SEALED_TEXT, open_text
 from memory.embedding import embed_in_context
 from memory.episodic import AddReport
 from memory.errors import NotFound
 from memory.extraction import extract
-from memory.jobs import JobInput, JobWork
 from memory.models import Event, EventType, Extraction, Fact, Message, Relation
-from memory.policy import CHILD_AGE
 from memory.runtime import Runtime
+from memory.state.jobs import JobInput, JobWork
+from memory.state.policy import CHILD_AGE
 
 EMBED_MAX_CHARS = 1000
 CONTEXT_MAX_CHARS = 300
@@ -59,15 +59,15 @@ class Mode(StrEnum):
 
 def gate(rt: Runtime, job_id: str, message: Message) -> tuple[Mode, Message]:
     """What long-term memory may keep of this message, and the message with its text opened."""
-    if rt.policies.erased_after(message.tenant, message.user_id, message.received_at):
-        rt.jobs.finish(job_id, "dropped", "the user was erased after this message arrived")
+    if rt.state.policies.erased_after(message.tenant, message.user_id, message.received_at):
+        rt.state.jobs.finish(job_id, "dropped", "the user was erased after this message arrived")
         return Mode.drop, message
-    if rt.working.retracted(message.tenant, message.session_id, message.message_id):
-        rt.jobs.finish(job_id, "retracted", RETRACTED_NOTE)
+    if rt.state.working.retracted(message.tenant, message.session_id, message.message_id):
+        rt.state.jobs.finish(job_id, "retracted", RETRACTED_NOTE)
         return Mode.drop, message
-    policy = rt.policies.get(message.tenant, message.user_id)
+    policy = rt.state.policies.get(message.tenant, message.user_id)
     if not policy.keeps_long_term:
-        rt.jobs.finish(job_id, "done", "long-term memory is off until the user consents: working memory only")
+        rt.state.jobs.finish(job_id, "done", "long-term memory is off until the user consents: working memory only")
         return Mode.working_only, message
     return (Mode.child if policy.child else Mode.full), opened(rt, message)
 
@@ -76,7 +76,7 @@ def opened(rt: Runtime, message: Message) -> Message:
     """The message with its text unsealed (a child's is sealed at rest); empty once the user's key is gone."""
     if not message.content.startswith(SEALED_TEXT):
         return message
-    key = rt.keys.get(message.tenant, message.user_id, create=False)
+    key = rt.user_keys.get(message.tenant, message.user_id, create=False)
     text = open_text(key, message.content, f"{message.session_id}\x1f{message.message_id}")
     return message.model_copy(update={"content": text or ""})
 
@@ -84,11 +84,11 @@ def opened(rt: Runtime, message: Message) -> Message:
 def rule_stage(rt: Runtime, mode: Mode, message: Message) -> tuple[Mode, Extraction]:
     extraction = extract(message)
     if any(e.event_type is EventType.operation_failure for e in extraction.events):
-        feedback.note_failure(rt, message.tenant, message.session_id)
+        rt.state.counters.note_failed_session(message.tenant, message.session_id)
     if mode is Mode.full and any(f.relation is Relation.age and f.object.isdigit() and int(f.object) < CHILD_AGE
                                  for f in extraction.facts):
         declared = f"declared in {message.message_id}"
-        rt.policies.set_child(message.tenant, message.user_id, True, by=declared)
+        rt.state.policies.set_child(message.tenant, message.user_id, True, by=declared)
         childmode.bring_under_child_rules(rt, message.tenant, message.user_id, declared, source="pipeline")
         mode = Mode.child
     if mode is Mode.child:  # type only: no content, no keywords, no index tokens, no graph writes
@@ -108,7 +108,7 @@ def needs_llm(rt: Runtime, extraction: Extraction) -> bool:
 def llm_stage(rt: Runtime, job_id: str, message: Message) -> Extraction:
     """Never loses the message: any LLM failure returns the rules' result, counted by reason."""
     extraction, outcome = rt.llm.extract(message, extract(message))
-    rt.jobs.note(job_id, llm=outcome.reason, llm_tokens=outcome.tokens)
+    rt.state.jobs.note(job_id, llm=outcome.reason, llm_tokens=outcome.tokens)
     return extraction
 
 
@@ -119,7 +119,7 @@ def declare(rt: Runtime, job_id: str, message: Message, extraction: Extraction,
     input is the job's (``Jobs.inputs``), so their tasks carry only the job id."""
     facts = anchor_facts(rt, message, extraction.facts)
     branches = ["embed"] + (["graph"] if facts else [])
-    rt.jobs.extracted(job_id, branches, [e.event_id for e in extraction.events],
+    rt.state.jobs.extracted(job_id, branches, [e.event_id for e in extraction.events],
                       JobWork(mode=mode.value, events=extraction.events, facts=facts))
     return branches
 
@@ -130,7 +130,7 @@ def embed_item(rt: Runtime, found: JobInput) -> EmbedItem | None:
     if work is None:
         return None
     message = found.message()
-    full = work.mode == Mode.full and not rt.policies.get(message.tenant, message.user_id).child  # a child since?
+    full = work.mode == Mode.full and not rt.state.policies.get(message.tenant, message.user_id).child  # a child since?
     text = opened(rt, message).content if full else ""
     events = work.events if full else type_only(work.events)
     return EmbedItem(job_id=found.job_id, text=text, events=events, tenant=message.tenant,
@@ -149,7 +149,7 @@ def anchor_facts(rt: Runtime, message: Message, facts: list[Fact]) -> list[Fact]
     if not facts or not any(anchoring.is_anaphoric(f.object) for f in facts):
         return facts
     try:
-        window = rt.working.read(message.tenant, message.session_id).messages
+        window = rt.state.working.read(message.tenant, message.session_id).messages
     except NotFound:
         window = []
     recent = [(m.message_id, m.content) for m in reversed(window)
@@ -170,7 +170,7 @@ def previous_turns(rt: Runtime, items: Sequence[EmbedItem]) -> list[str]:
         where = (item.tenant, first.session_id)
         if where not in windows:
             try:
-                windows[where] = rt.working.read(*where).messages
+                windows[where] = rt.state.working.read(*where).messages
             except NotFound:
                 windows[where] = []
         window = windows[where]
@@ -182,13 +182,13 @@ def previous_turns(rt: Runtime, items: Sequence[EmbedItem]) -> list[str]:
 def embed_stage(rt: Runtime, items: Sequence[EmbedItem]) -> list[dict]:
     """Embed many messages in one model call and store (or merge) their events; returns the audit
     records of events that left the live layer over the per-user cap."""
-    erased = [i for i in items if rt.policies.erased_after(i.tenant, i.user_id, i.received_at)]
+    erased = [i for i in items if rt.state.policies.erased_after(i.tenant, i.user_id, i.received_at)]
     for item in erased:  # queued before the user's erasure: dropped, never resurrected
-        rt.jobs.finish(item.job_id, "dropped", "the user was erased after this message arrived")
+        rt.state.jobs.finish(item.job_id, "dropped", "the user was erased after this message arrived")
     items = [i for i in items if i not in erased]
     retracted = [i for i in items if _taken_back(rt, i)]
     for item in retracted:
-        rt.jobs.finish(item.job_id, "retracted", RETRACTED_NOTE)
+        rt.state.jobs.finish(item.job_id, "retracted", RETRACTED_NOTE)
     items = [i for i in items if i not in retracted]
     texts = [html.unescape(item.text)[:EMBED_MAX_CHARS] for item in items]
     contexts = [html.unescape(turn)[:CONTEXT_MAX_CHARS] for turn in previous_turns(rt, items)]
@@ -203,8 +203,8 @@ def embed_stage(rt: Runtime, items: Sequence[EmbedItem]) -> list[dict]:
             records += retract(rt, item.tenant, item.user_id, item.session_id, [item.message_id])[1]
             continue
         merged = sum(1 for e in item.events if e.event_id in report.merged)
-        rt.jobs.note(item.job_id, embed_batch=len(items), merged=merged)
-        rt.jobs.complete(item.job_id, "embed")
+        rt.state.jobs.note(item.job_id, embed_batch=len(items), merged=merged)
+        rt.state.jobs.complete(item.job_id, "embed")
     if report.evicted or report.consolidated:
         log.info("over the per-user cap: %d events to the deep tier, %d consolidated", len(report.evicted),
                  len(report.consolidated))
@@ -212,7 +212,7 @@ def embed_stage(rt: Runtime, items: Sequence[EmbedItem]) -> list[dict]:
 
 
 def _taken_back(rt: Runtime, item: EmbedItem) -> bool:
-    return rt.working.retracted(item.tenant, item.session_id, item.message_id)
+    return rt.state.working.retracted(item.tenant, item.session_id, item.message_id)
 
 
 def graph_stage(rt: Runtime, job_id: str, facts: Sequence[Fact], received_at: float = 0.0) -> list[dict]:
@@ -223,17 +223,17 @@ def graph_stage(rt: Runtime, job_id: str, facts: Sequence[Fact], received_at: fl
     session_id, message_id = facts[0].session_id or "", (facts[0].message_ids or [""])[0]
 
     def taken_back() -> bool:
-        return bool(session_id and message_id) and rt.working.retracted(tenant, session_id, message_id)
+        return bool(session_id and message_id) and rt.state.working.retracted(tenant, session_id, message_id)
 
-    if rt.policies.erased_after(tenant, user_id, received_at):
-        rt.jobs.finish(job_id, "dropped", "the user was erased after this message arrived")
+    if rt.state.policies.erased_after(tenant, user_id, received_at):
+        rt.state.jobs.finish(job_id, "dropped", "the user was erased after this message arrived")
         return []
-    policy = rt.policies.get(tenant, user_id)
+    policy = rt.state.policies.get(tenant, user_id)
     if policy.child or not policy.keeps_long_term:  # consent withdrawn or child mode since extraction
-        rt.jobs.complete(job_id, "graph")
+        rt.state.jobs.complete(job_id, "graph")
         return []
     if taken_back():
-        rt.jobs.finish(job_id, "retracted", RETRACTED_NOTE)
+        rt.state.jobs.finish(job_id, "retracted", RETRACTED_NOTE)
         return []
     records = [graph_write_record(rt.user_hash_key, change, operator_id="pipeline")
                for change in rt.beliefs.apply(facts)]
@@ -252,7 +252,7 @@ def retract(rt: Runtime, tenant: str, user_id: str, session_id: str,
     removed = rt.episodic_store.retract(tenant, user_id, message_ids)
     changes = rt.beliefs.retract(tenant, user_id, message_ids)
     for message_id in message_ids:
-        rt.jobs.finish(ids.job_id(tenant, session_id, message_id), "retracted", RETRACTED_NOTE)
+        rt.state.jobs.finish(ids.job_id(tenant, session_id, message_id), "retracted", RETRACTED_NOTE)
     report = {"messages": len(message_ids), "events_removed": removed, "beliefs_changed": len(changes)}
     return report, [graph_write_record(rt.user_hash_key, change, operator_id="retraction") for change in changes]
 
@@ -260,11 +260,11 @@ def retract(rt: Runtime, tenant: str, user_id: str, session_id: str,
 def graph_done(rt: Runtime, job_id: str) -> None:
     """Called once the graph branch's audit records are queued: until then the job is not done, so a
     redrive re-sends it (the same record ids) if anything after the graph write was lost."""
-    rt.jobs.complete(job_id, "graph")
+    rt.state.jobs.complete(job_id, "graph")
 
 
 def stale_jobs(rt: Runtime, limit: int) -> list[str]:
-    return rt.jobs.stale(rt.settings.redrive_after_s, limit)
+    return rt.state.jobs.stale(rt.settings.redrive_after_s, limit)
 
 
 def tuning_stage(rt: Runtime, pairs_path: Path | None, *, publish: bool, dry_run: bool, rank: int,
@@ -278,7 +278,7 @@ def tuning_stage(rt: Runtime, pairs_path: Path | None, *, publish: bool, dry_run
         return {"pairs": len(pairs), "dry_run": True}
     report = tuning.train(rt.embedder, pairs, tuning.adapters_dir(rt.settings.data_dir), rank=rank, epochs=epochs)
     if publish:
-        rt.redis.set(keys.ADAPTER_CURRENT, report.version)
+        rt.state.adapter.publish(report.version)
     return {**report.model_dump(), "published": publish, "dry_run": False}
 
 

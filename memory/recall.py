@@ -46,8 +46,8 @@ from memory.errors import MnemeError, NotFound
 from memory.models import EventType, FactSource, Relation, Role
 from memory.runtime import Runtime
 from memory.settings import Settings
+from memory.state.working import StoredMessage
 from memory.text import clean, language, sha256, tokenize
-from memory.working import StoredMessage
 
 #: The long-term layers are asked at once, each on a thread of this pool, and waited for until the layer
 #: deadline: a store that hangs (a lock, a dead server) costs a recall that long, not the driver's timeout.
@@ -134,7 +134,7 @@ def recall(rt: Runtime, tenant: str, user_id: str, query: str, k: int = 5, sessi
     working: list[StoredMessage] = []
     if session_id:
         try:
-            working = rt.working.read(tenant, session_id).messages
+            working = rt.state.working.read(tenant, session_id).messages
         except NotFound:
             working = []
         except MnemeError as exc:
@@ -143,7 +143,7 @@ def recall(rt: Runtime, tenant: str, user_id: str, query: str, k: int = 5, sessi
     inferred = frozenset() if event_types else infer_types(cue.main)
     events: list[EventHit] = []
     facts: list[FactHit] = []
-    if not rt.policies.get(tenant, user_id).keeps_long_term:
+    if not rt.state.policies.get(tenant, user_id).keeps_long_term:
         degraded["long_term"] = "off: the user has not consented to long-term memory"
     else:
         # the query is embedded before the layers' deadline starts: the deadline is the stores', and a

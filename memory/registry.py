@@ -1,6 +1,6 @@
 """Backends are chosen by URL scheme through this registry of lazy import paths.
 
-Each role (episodic, graph, embedder, audit) maps a scheme to ``"module:Class"``; the class is
+Each role (episodic, graph, embedder, audit, archive, keys) maps a scheme to ``"module:Class"``; the class is
 imported only when a URL asks for it, and is built with ``Class.from_url(url, settings)``.
 """
 
@@ -34,6 +34,11 @@ BACKENDS: dict[str, dict[str, tuple[str, str]]] = {
         "file": ("memory.audit.file:FileAuditLog", ""),
         "elasticsearch": ("memory.audit.elasticsearch:ElasticsearchAuditSink", "elasticsearch"),
         "elasticsearchs": ("memory.audit.elasticsearch:ElasticsearchAuditSink", "elasticsearch"),
+    },
+    "keys": {
+        "sqlite": ("memory.keystore.sqlite:SQLiteKeyStore", ""),
+        "redis": ("memory.state.user_keys:RedisKeyStore", ""),
+        "rediss": ("memory.state.user_keys:RedisKeyStore", ""),
     },
     "archive": {
         "file": ("memory.archive.local:LocalColdStore", ""),

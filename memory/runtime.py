@@ -1,4 +1,4 @@
-"""The resources one process needs, built lazily from settings: Redis, the stores, the embedder.
+"""The resources one process needs, built lazily from settings: Redis state, the stores, the embedder.
 
 The API and every worker build one ``Runtime`` (``get_runtime()``); tests build their own.
 """
@@ -10,27 +10,22 @@ import time
 from functools import cached_property, lru_cache
 
 import numpy as np
-import redis
 
-from memory import keys
 from memory.archive import ColdStore
 from memory.audit import AuditSink
 from memory.beliefs import Beliefs
 from memory.crypto import UserKeys, load_master_key
-from memory.devices import Devices
 from memory.embedding import Embedder, RecentVectors
 from memory.episodic import EpisodicStore
+from memory.errors import TransientError
 from memory.events import EpisodicMemory
 from memory.graph import GraphStore
-from memory.jobs import Jobs
 from memory.llm import LLMExtractor
-from memory.policy import Policies
 from memory.registry import open_backend
-from memory.reviews import Reviews
 from memory.settings import Settings, get_settings
+from memory.state import RedisState
 from memory.tuning import QueryAdapter, adapters_dir
 from memory.userhash import hashing_key
-from memory.working import REDIS_ERRORS, WorkingMemory
 
 ADAPTER_CHECK_S = 2.0
 
@@ -43,20 +38,15 @@ class Runtime:
         self._adapter_checked = -ADAPTER_CHECK_S
 
     @cached_property
-    def redis(self) -> redis.Redis:
-        return redis.Redis.from_url(
-            self.settings.broker_url, decode_responses=True, socket_timeout=10, socket_connect_timeout=5,
-            health_check_interval=30,
-        )
+    def state(self) -> RedisState:
+        """Everything kept in Redis (``memory.state``): working memory, jobs, policies, reviews, …"""
+        return RedisState(self.settings, self.user_hash_key, seal_key=lambda t, u: self.user_keys.get(t, u),
+                          open_key=lambda t, u: self.user_keys.get(t, u, create=False))
 
-    @cached_property
-    def working(self) -> WorkingMemory:
-        return WorkingMemory(self.redis, self.settings,
-                             open_key=lambda tenant, user_id: self.keys.get(tenant, user_id, create=False))
-
-    @cached_property
-    def policies(self) -> Policies:
-        return Policies(self.redis, self.settings, self.user_hash_key)
+    def close(self) -> None:
+        """Free the connections this process opened (a CLI run, a test)."""
+        if "state" in self.__dict__:
+            self.state.close()
 
     @cached_property
     def user_hash_key(self) -> bytes:
@@ -64,24 +54,16 @@ class Runtime:
         return hashing_key(load_master_key(self.settings))
 
     @cached_property
-    def devices(self) -> Devices:
-        return Devices(self.redis)
-
-    @cached_property
-    def jobs(self) -> Jobs:
-        return Jobs(self.redis, done_ttl_s=self.settings.job_done_ttl_s)
-
-    @cached_property
     def episodic_store(self) -> EpisodicStore:
         return open_backend("episodic", self.settings.episodic, self.settings)
 
     @cached_property
-    def keys(self) -> UserKeys:
+    def user_keys(self) -> UserKeys:
         return UserKeys.from_settings(self.settings)
 
     @cached_property
     def episodic(self) -> EpisodicMemory:
-        return EpisodicMemory(self.episodic_store, self.keys, self.settings)
+        return EpisodicMemory(self.episodic_store, self.user_keys, self.settings)
 
     @cached_property
     def graph(self) -> GraphStore:
@@ -89,11 +71,11 @@ class Runtime:
 
     @cached_property
     def beliefs(self) -> Beliefs:
-        return Beliefs(self.graph, Reviews(self.redis), self.settings)
+        return Beliefs(self.graph, self.state.reviews, self.settings)
 
     @cached_property
     def llm(self) -> LLMExtractor:
-        return LLMExtractor(self.settings, self.redis)
+        return LLMExtractor(self.settings, self.state.llm_usage)
 
     @cached_property
     def archive(self) -> ColdStore:
@@ -139,8 +121,8 @@ class Runtime:
         if now - self._adapter_checked >= ADAPTER_CHECK_S:
             self._adapter_checked = now
             try:
-                version = self.redis.get(keys.ADAPTER_CURRENT)
-            except REDIS_ERRORS:
+                version = self.state.adapter.current()
+            except TransientError:
                 version = self._adapter.version if self._adapter else None  # keep what we have
             if not version:
                 self._adapter = None
@@ -151,7 +133,7 @@ class Runtime:
     def health(self) -> dict[str, str]:
         """Each backend: "ok" or what is wrong with it."""
         checks = {
-            "redis": lambda: self.redis.ping(),
+            "redis": lambda: self.state.ping(),
             "episodic": lambda: self.episodic_store.ping(),
             "graph": lambda: self.graph.ping(),
             "audit": lambda: self.audit.ping(),

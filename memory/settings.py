@@ -37,6 +37,7 @@ class Settings(BaseSettings):
     )
     weaviate_api_key: str = Field("", description="For weaviate:// episodic URLs whose server wants a key.")
     master_key: str = Field("", description="base64 32-byte key wrapping per-user keys; empty = data_dir/master.key.")
+    keys_url: str = Field("", description="Per-user key store: sqlite:///file or redis://host/db; empty = data_dir.")
     tenant: str = Field("default", description="The tenant of single-tenant development mode.")
     auth_required: bool = Field(
         False, description="true: every call needs an API key, which picks its tenant; false: single-tenant dev mode."
@@ -140,6 +141,10 @@ class Settings(BaseSettings):
     @property
     def graph(self) -> str:
         return self.store_url(self.graph_url, "graph.db")
+
+    @property
+    def keys(self) -> str:
+        return self.store_url(self.keys_url, "keys.db")
 
     @property
     def audit(self) -> str:

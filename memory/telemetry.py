@@ -37,22 +37,18 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
-import redis
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from memory import keys
+from memory.errors import TransientError
+from memory.state import keys
+from memory.state.broker import Broker
 
 log = logging.getLogger("mneme.telemetry")
 
 PREFIX = "mneme_"
-#: memory.keys.DEAD_LETTERS when the dead-letter module is present, else the key it will use.
-DEAD_LETTERS_KEY: str = getattr(keys, "DEAD_LETTERS", f"{keys.PREFIX}:dead-letters")
-#: kombu's Redis transport keeps a queue's messages of priority p > 0 in ``<queue>\x06\x16<p>``
-#: (``Channel.sep`` and ``PRIORITY_STEPS`` in kombu.transport.redis); priority 0 is the bare name.
-_PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
 
 REGISTRY = CollectorRegistry()
 
@@ -92,33 +88,26 @@ def observe_working(op: str) -> Iterator[None]:
 
 
 class QueueDepthCollector:
-    """``mneme_queue_depth{queue}`` and ``mneme_dead_letters``, read from Redis at each scrape.
+    """``mneme_queue_depth{queue}`` and ``mneme_dead_letters``, read from the broker at each scrape.
 
     A queue's depth is what waits in the broker (all priority lists), not what a worker has reserved.
     When Redis does not answer, both gauges are left out of the scrape (and a warning logged) rather
     than reported as 0, so an alert on depth cannot mistake an outage for an empty queue."""
 
-    def __init__(self, client: redis.Redis, queue_names: Sequence[str],
-                 dead_letters_key: str = DEAD_LETTERS_KEY) -> None:
-        self.client, self.queue_names, self.dead_letters_key = client, tuple(queue_names), dead_letters_key
+    def __init__(self, broker: Broker, queue_names: Sequence[str]) -> None:
+        self.broker, self.queue_names = broker, tuple(queue_names)
 
     def collect(self) -> Iterable[Metric]:
         try:
-            with self.client.pipeline(transaction=False) as pipe:
-                for name in self.queue_names:
-                    for suffix in _PRIORITY_SUFFIXES:
-                        pipe.llen(name + suffix)
-                pipe.llen(self.dead_letters_key)
-                counts = pipe.execute()
-        except redis.RedisError as exc:
+            *depths, dead = self.broker.depths(self.queue_names, extra_lists=(keys.DEAD_LETTERS,))
+        except TransientError as exc:
             log.warning("queue depths unavailable: %s", exc)
             return
-        depth = GaugeMetricFamily("mneme_queue_depth", "Messages waiting in each Celery queue.", labels=("queue",))
-        step = len(_PRIORITY_SUFFIXES)
-        for i, name in enumerate(self.queue_names):
-            depth.add_metric([name], sum(counts[i * step:(i + 1) * step]))
-        yield depth
-        yield GaugeMetricFamily("mneme_dead_letters", "Tasks waiting in the dead-letter list.", value=counts[-1])
+        gauge = GaugeMetricFamily("mneme_queue_depth", "Messages waiting in each Celery queue.", labels=("queue",))
+        for name, depth in zip(self.queue_names, depths, strict=True):
+            gauge.add_metric([name], depth)
+        yield gauge
+        yield GaugeMetricFamily("mneme_dead_letters", "Tasks waiting in the dead-letter list.", value=dead)
 
 
 class _OnlyMneme:
@@ -135,7 +124,7 @@ def multiprocess_dir() -> str | None:
     return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
 
 
-def metrics_registry(redis_client: redis.Redis, queue_names: Sequence[str]) -> CollectorRegistry:
+def metrics_registry(broker: Broker, queue_names: Sequence[str]) -> CollectorRegistry:
     """A registry for one scrape: every process's metrics (or this process's) plus live queue depths."""
     registry = CollectorRegistry()
     path = multiprocess_dir()
@@ -143,10 +132,10 @@ def metrics_registry(redis_client: redis.Redis, queue_names: Sequence[str]) -> C
         registry.register(_OnlyMneme(MultiProcessCollector(None, path=path)))
     else:
         registry.register(REGISTRY)
-    registry.register(QueueDepthCollector(redis_client, queue_names))
+    registry.register(QueueDepthCollector(broker, queue_names))
     return registry
 
 
-def render_metrics(redis_client: redis.Redis, queue_names: Sequence[str]) -> tuple[bytes, str]:
+def render_metrics(broker: Broker, queue_names: Sequence[str]) -> tuple[bytes, str]:
     """The ``/metrics`` body in the Prometheus text format 0.0.4, and its content type."""
-    return generate_latest(metrics_registry(redis_client, queue_names)), CONTENT_TYPE_PLAIN_0_0_4
+    return generate_latest(metrics_registry(broker, queue_names)), CONTENT_TYPE_PLAIN_0_0_4

@@ -1,11 +1,10 @@
 """What every Mneme task shares: retry with backoff on transient errors only; a final failure becomes a
-dead letter (``memory.deadletters``) and is written to the job so the client sees it."""
+dead letter (``memory.state.deadletters``) and is written to the job so the client sees it."""
 
 from __future__ import annotations
 
 from celery import Task
 
-from memory import deadletters
 from memory.errors import TransientError, described
 from memory.runtime import get_runtime
 
@@ -23,11 +22,11 @@ class MnemeTask(Task):
 
     def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:  # noqa: ANN001 - Celery's signature
         rt, job_id = get_runtime(), kwargs.get("job_id")
-        owner = rt.jobs.owner(job_id) if job_id else None
+        owner = rt.state.jobs.owner(job_id) if job_id else None
         if owner is None and isinstance(kwargs.get("tenant"), str) and isinstance(kwargs.get("user_id"), str):
             owner = (kwargs["tenant"], kwargs["user_id"])  # memory.retract
-        deadletters.push(rt.redis, task_id=task_id, task=self.name,
+        rt.state.dead_letters.push(task_id=task_id, task=self.name,
                          queue=(self.request.delivery_info or {}).get("routing_key"), args=args, kwargs=kwargs,
                          error=exc, traceback=str(einfo), retries=self.request.retries, job_id=job_id, owner=owner)
         if job_id:
-            rt.jobs.fail(job_id, self.stage, f"{type(exc).__name__}: {described(exc)}")
+            rt.state.jobs.fail(job_id, self.stage, f"{type(exc).__name__}: {described(exc)}")

@@ -1,12 +1,12 @@
 """A Celery task message built by hand, for the one place that queues a task inside a Redis step of its
 own: the API accepts a message, records its job and queues its extraction in one atomic step
-(``memory/lua/sessions.lua``), so an accepted message always has its task on the broker, and the API spends no
+(``memory/state/lua/sessions.lua``), so an accepted message always has its task on the broker, and the API spends no
 time in a Celery publish.
 
 The message is what ``app.send_task`` puts on a kombu Redis-transport queue (Celery message protocol 2,
 JSON), with two differences: the body is plain JSON (no ``body_encoding``, which kombu then reads as is), and
 no ``task-sent`` event is sent (Flower sees the task from ``task-received`` on). Like every Mneme task it
-carries ids only — the message is the job's (``memory.jobs``). It works because the broker is the
+carries ids only — the message is the job's (``memory.state.jobs``). It works because the broker is the
 working-memory Redis (``Settings.broker_url``).
 """
 

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import redis
 from celery import Celery, shared_task
 
 from memory import erasure, maintenance, pipeline
-from memory.audit import layer_records, outbox
+from memory.audit import layer_records
 from memory.pipeline import tuning_stage
 from memory.runtime import Runtime, get_runtime
-from tasks import inflight
 from tasks.base import MnemeTask
 from tasks.pipeline import audit, extract, send_audit
 
@@ -22,7 +20,7 @@ def redrive(self: MnemeTask, dry_run: bool = False, limit: int = 500) -> dict:
     records long held and still not written. Safe to run twice or concurrently: every stage is idempotent."""
     rt = get_runtime()
     report = lost_jobs(rt, self.app, limit)
-    held = [] if dry_run else outbox.overdue(rt.redis, rt.settings.redrive_after_s, limit)
+    held = [] if dry_run else rt.state.outbox.overdue(rt.settings.redrive_after_s, limit)
     if not dry_run:
         for job_id in report["job_ids"]:
             extract.apply_async(kwargs={"job_id": job_id}, task_id=job_id)
@@ -36,13 +34,9 @@ def lost_jobs(rt: Runtime, app: Celery, limit: int) -> dict:
     """Of the jobs not done after ``MNEME_REDRIVE_AFTER_S``, those no queue and no worker holds: ``stale``
     counts them all, ``in_flight`` those still on their way, ``job_ids`` the lost ones."""
     stale = pipeline.stale_jobs(rt, limit)
-    held = inflight.held_job_ids(broker(app), app.amqp.queues) if stale else set()
+    held = rt.state.broker.held_job_ids(app.amqp.queues) if stale else set()  # the broker is this Redis
     lost = [job_id for job_id in stale if job_id not in held]
     return {"stale": len(stale), "in_flight": len(stale) - len(lost), "job_ids": lost}
-
-
-def broker(app: Celery) -> redis.Redis:
-    return redis.Redis.from_url(app.conf.broker_url, decode_responses=True)
 
 
 @shared_task(name="memory.train_adapter", base=MnemeTask, stage="maintenance")

@@ -1,5 +1,5 @@
 """The write path: memory.extract → memory.embed (batched) ∥ memory.upsert_graph → memory.audit; and its
-undoing: memory.retract, queued by a rollback in the same Redis step (``memory/lua/sessions.lua``)."""
+undoing: memory.retract, queued by a rollback in the same Redis step (``memory/state/lua/sessions.lua``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from celery import shared_task
 from celery.signals import worker_process_init
 from celery_batches import Batches
 
-from memory import deadletters, pipeline
-from memory.audit import outbox
+from memory import pipeline
 from memory.errors import InvalidInput, TransientError, described
 from memory.models import Extraction, Message
 from memory.runtime import get_runtime
@@ -22,7 +21,7 @@ log = logging.getLogger(__name__)
 @shared_task(name="memory.extract", base=MnemeTask, stage="extract")
 def extract(job_id: str) -> dict:
     rt = get_runtime()
-    found = rt.jobs.input(job_id)
+    found = rt.state.jobs.input(job_id)
     if found is None:
         return {"mode": "gone"}
     mode, parsed = pipeline.gate(rt, job_id, found.message())
@@ -46,7 +45,7 @@ class LLMTask(MnemeTask):
 @shared_task(name="memory.llm_extract", base=LLMTask, stage="llm")
 def llm_extract(job_id: str) -> dict:
     rt = get_runtime()
-    found = rt.jobs.input(job_id)
+    found = rt.state.jobs.input(job_id)
     if found is None:
         return {"mode": "gone"}
     mode, parsed = pipeline.gate(rt, job_id, found.message())  # asked again: erased or taken back meanwhile?
@@ -91,7 +90,7 @@ def embed(requests: list) -> int:
     # request so one poison message fails its own job only.
     rt = get_runtime()
     job_ids = [request.kwargs.get("job_id") for request in requests]
-    found = rt.jobs.inputs([job_id for job_id in job_ids if isinstance(job_id, str)])
+    found = rt.state.jobs.inputs([job_id for job_id in job_ids if isinstance(job_id, str)])
     items = []
     for request, job_id in zip(requests, job_ids, strict=True):
         if not isinstance(job_id, str):
@@ -102,7 +101,7 @@ def embed(requests: list) -> int:
             item = pipeline.embed_item(rt, job) if job else None  # None: nothing left to do
         except InvalidInput as exc:
             _dead_letter(request, exc, job_id)
-            rt.jobs.fail(job_id, "embed", exc.message)
+            rt.state.jobs.fail(job_id, "embed", exc.message)
             continue
         if item is not None:
             items.append((request, item))
@@ -121,7 +120,7 @@ def embed(requests: list) -> int:
                 _retry(request, item, exc)
             except Exception as exc:  # noqa: BLE001
                 _dead_letter(request, exc, item.job_id)
-                rt.jobs.fail(item.job_id, "embed", f"{type(exc).__name__}: {described(exc)}")
+                rt.state.jobs.fail(item.job_id, "embed", f"{type(exc).__name__}: {described(exc)}")
         return 0
 
 
@@ -130,7 +129,7 @@ def send_audit(records: list[dict]) -> None:
     lost), then queue them for the sink."""
     if not records:
         return
-    outbox.hold(get_runtime().redis, records)
+    get_runtime().state.outbox.hold(records)
     try:
         audit.apply_async(kwargs={"records": records})
     except Exception:  # noqa: BLE001 - the records are held; the redrive task sends them
@@ -139,16 +138,16 @@ def send_audit(records: list[dict]) -> None:
 
 def _dead_letter(request, exc: Exception, job_id: str | None, retries: int = 0) -> None:
     rt = get_runtime()
-    deadletters.push(rt.redis, task_id=request.id, task="memory.embed", queue="embed",
+    rt.state.dead_letters.push(task_id=request.id, task="memory.embed", queue="embed",
                      kwargs={"job_id": job_id} if job_id else {}, error=exc, retries=retries, job_id=job_id,
-                     owner=rt.jobs.owner(job_id) if job_id else None)
+                     owner=rt.state.jobs.owner(job_id) if job_id else None)
 
 
 def _retry(request, item: pipeline.EmbedItem, exc: Exception) -> None:
     attempt = int(request.kwargs.get("attempt", 0)) + 1
     if attempt > get_runtime().settings.task_max_retries:
         _dead_letter(request, exc, item.job_id, retries=attempt - 1)
-        get_runtime().jobs.fail(item.job_id, "embed", f"gave up after {attempt - 1} retries: {described(exc)}")
+        get_runtime().state.jobs.fail(item.job_id, "embed", f"gave up after {attempt - 1} retries: {described(exc)}")
         return
     embed.apply_async(kwargs={"job_id": item.job_id, "attempt": attempt}, countdown=min(60, 2**attempt))
 
@@ -156,7 +155,7 @@ def _retry(request, item: pipeline.EmbedItem, exc: Exception) -> None:
 @shared_task(name="memory.upsert_graph", base=MnemeTask, stage="graph")
 def upsert_graph(job_id: str) -> int:
     rt = get_runtime()
-    found = rt.jobs.input(job_id)
+    found = rt.state.jobs.input(job_id)
     if found is None:  # done, ended on purpose, erased or expired: nothing left to write
         return 0
     records = pipeline.graph_stage(rt, job_id, *pipeline.graph_input(found))
@@ -169,7 +168,7 @@ def upsert_graph(job_id: str) -> int:
 def audit(records: list[dict]) -> int:
     rt = get_runtime()
     rt.audit.write(records)
-    outbox.release(rt.redis, [r["id"] for r in records])
+    rt.state.outbox.release([r["id"] for r in records])
     return len(records)
 
 

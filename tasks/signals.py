@@ -17,7 +17,7 @@ import time
 
 from celery import Task, signals
 
-from memory import logs, stages, telemetry
+from memory import logs, telemetry
 from memory.runtime import get_runtime
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ def _task_finished(task_id: str | None = None, task: Task | None = None, state: 
         telemetry.TASK_SECONDS.labels(task.name, state or "UNKNOWN").observe(time.perf_counter() - started)
         if state == "SUCCESS":  # stages are named as their queues (memory.retract, on extract's, notes its own)
             try:
-                stages.note_progress(get_runtime().redis, stage_of(task))
+                get_runtime().state.stages.note_progress(stage_of(task))
             except Exception:  # noqa: BLE001 - progress is for /healthz; it never fails a task
                 log.debug("could not note progress of %s", stage_of(task))
     logs.clear_task()

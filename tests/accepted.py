@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import json
 
-from memory import keys
 from memory.extraction import extract
-from memory.jobs import JobWork
 from memory.models import Message
 from memory.runtime import Runtime
+from memory.state import keys
+from memory.state.jobs import JobWork
 
 
 def accepted_message(rt: Runtime, job_id: str) -> Message:
-    tenant, user_id, session_id, message_id = json.loads(rt.redis.hget(keys.job(job_id), "who"))
-    record, full_text = rt.working.get(tenant, session_id, message_id)
+    tenant, user_id, session_id, message_id = json.loads(rt.state.client.hget(keys.job(job_id), "who"))
+    record, full_text = rt.state.working.get(tenant, session_id, message_id)
     return Message(tenant=tenant, user_id=user_id, session_id=session_id, device_id=record.device_id,
                    message_id=message_id, role=record.role, content=full_text, client_ts=record.client_ts,
                    received_at=record.received_at)
@@ -28,10 +28,10 @@ def write_job(rt: Runtime, job_id: str, user_id: str = "u", session_id: str = "s
     left for embed and graph, as stored)."""
     message = Message(tenant=tenant, user_id=user_id, session_id=session_id, message_id=job_id, role="user",
                       content="x", client_ts=1.0)
-    rt.jobs.accept(job_id, (tenant, user_id, session_id, job_id), payload or message.model_dump_json(),
+    rt.state.jobs.accept(job_id, (tenant, user_id, session_id, job_id), payload or message.model_dump_json(),
                    rt.settings.job_ttl_s)
     if work is not None:
-        rt.redis.hset(keys.job(job_id), "work", work)  # as extraction leaves it, malformed if the test says so
+        rt.state.client.hset(keys.job(job_id), "work", work)  # as extraction leaves it, malformed if the test says so
 
 
 def reopen_job(rt: Runtime, job_id: str) -> Message:
@@ -40,9 +40,9 @@ def reopen_job(rt: Runtime, job_id: str) -> Message:
     message = accepted_message(rt, job_id)
     extraction = extract(message)
     key = keys.job(job_id)
-    rt.redis.hdel(key, "done:embed", "done:graph", "finished_at")
-    rt.redis.hset(key, mapping={"state": "extracted", "branches": 2, "payload": message.model_dump_json(),
+    rt.state.client.hdel(key, "done:embed", "done:graph", "finished_at")
+    rt.state.client.hset(key, mapping={"state": "extracted", "branches": 2, "payload": message.model_dump_json(),
                                 "work": JobWork(mode="full", events=extraction.events,
                                                 facts=extraction.facts).model_dump_json()})
-    rt.redis.zadd(keys.PENDING, {job_id: float(rt.redis.hget(key, "accepted_at"))})
+    rt.state.client.zadd(keys.PENDING, {job_id: float(rt.state.client.hget(key, "accepted_at"))})
     return message

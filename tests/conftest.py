@@ -10,6 +10,7 @@ import pytest
 from memory.runtime import Runtime
 from tests.stacks import running_stack
 from workers.client import MnemeClient
+from workers.local.stack import Stack
 
 
 @pytest.fixture(scope="session")
@@ -17,6 +18,15 @@ def stack(tmp_path_factory):
     with running_stack(tmp_path_factory, "stack", MNEME_WINDOW_SIZE="50", MNEME_VERSIONS_KEPT="20",
                        MNEME_CONSENT_REQUIRED="false") as s:
         yield s
+
+
+@pytest.fixture(scope="session")
+def valkey_url(tmp_path_factory):
+    """A Valkey server and nothing else, for tests of what only needs Redis."""
+    only = Stack(tmp_path_factory.mktemp("valkey"), env={"MNEME_REDIS_URL": ""})
+    only.start_redis()
+    yield only.env["MNEME_REDIS_URL"]
+    only.stop()
 
 
 @pytest.fixture(scope="session")

@@ -13,8 +13,8 @@ from memory.beliefs import Beliefs
 from memory.errors import InvalidInput
 from memory.graph import Status
 from memory.models import Fact, FactSource, Relation
-from memory.reviews import Reviews
 from memory.settings import Settings
+from memory.state.reviews import Reviews
 from memory.vocabulary import half_life_days, relation
 from workers.client import MnemeAPIError
 
@@ -107,7 +107,7 @@ def fact(uid, rel, obj, conf, device, evidence):
 
 @pytest.fixture
 def brain(runtime):
-    return Beliefs(runtime.graph, Reviews(runtime.redis), runtime.settings)
+    return Beliefs(runtime.graph, Reviews(runtime.state.client), runtime.settings)
 
 
 def test_same_belief_from_another_device_keeps_the_higher_confidence(brain, uid):

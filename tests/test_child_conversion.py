@@ -11,10 +11,11 @@ import time
 import httpx
 import numpy as np
 
-from memory import keys, maintenance
+from memory import maintenance
 from memory.archive import decode, user_prefix
 from memory.episodic import ALL_STATUSES
 from memory.graph import Status
+from memory.state import keys
 from memory.userhash import user_hash
 
 T = "default"
@@ -44,17 +45,17 @@ def session_values(rt, session_id: str) -> list[str]:
     """Every stored value (and field) of a session's keys, as Redis holds them."""
     out = []
     for key in keys.session(T, session_id).all():
-        for field, value in rt.redis.hgetall(key).items():
+        for field, value in rt.state.client.hgetall(key).items():
             out += [field, value]
     return out
 
 
 def redis_values(rt) -> dict[str, list[str]]:
     """Every key of the whole Redis with its values (hash fields too)."""
-    read = {"hash": lambda k: [x for kv in rt.redis.hgetall(k).items() for x in kv],
-            "list": lambda k: rt.redis.lrange(k, 0, -1), "set": lambda k: list(rt.redis.smembers(k)),
-            "zset": lambda k: rt.redis.zrange(k, 0, -1), "string": lambda k: [rt.redis.get(k) or ""]}
-    return {k: read.get(rt.redis.type(k), lambda _: [])(k) for k in rt.redis.scan_iter(count=1000)}
+    read = {"hash": lambda k: [x for kv in rt.state.client.hgetall(k).items() for x in kv],
+            "list": lambda k: rt.state.client.lrange(k, 0, -1), "set": lambda k: list(rt.state.client.smembers(k)),
+            "zset": lambda k: rt.state.client.zrange(k, 0, -1), "string": lambda k: [rt.state.client.get(k) or ""]}
+    return {k: read.get(rt.state.client.type(k), lambda _: [])(k) for k in rt.state.client.scan_iter(count=1000)}
 
 
 def files_holding(data_dir, needles: list[str]) -> list[str]:
@@ -72,7 +73,7 @@ def files_holding(data_dir, needles: list[str]) -> list[str]:
 
 def wait_aof_rewrite(rt, after: int) -> None:
     def done() -> bool:
-        info = rt.redis.info("persistence")
+        info = rt.state.client.info("persistence")
         return not (info["aof_rewrite_in_progress"] or info["aof_rewrite_scheduled"]) and info["aof_rewrites"] > after
 
     poll(done, "an append-only file rewrite")
@@ -121,7 +122,7 @@ def test_setting_child_mode_brings_what_is_held_under_child_rules(stack, runtime
     assert {b.relation for b in client.profile(user, include_inactive=True).beliefs} >= {"name", "likes"}
     assert client.profile(user).open_reviews  # "I like" then "I can't stand": both claims wait for a human
     assert any(zh in v for v in session_values(runtime, a))  # an adult's working memory is plaintext
-    rewrites = runtime.redis.info("persistence")["aof_rewrites"]
+    rewrites = runtime.state.client.info("persistence")["aof_rewrites"]
 
     assert set_child(stack, user)["child"] is True
 

@@ -18,10 +18,11 @@ import pytest
 import redis
 from typer.testing import CliRunner
 
-from memory import deadletters, ids
+from memory import ids
 from memory.audit import record
 from memory.errors import NotFound, TransientError
 from memory.models import Role
+from memory.state.deadletters import DeadLetters
 from tests.accepted import write_job
 from workers.celery_app import create_celery
 from workers.cli import app
@@ -61,7 +62,7 @@ def wait_for(check, timeout=30.0):
 
 def letter_or_none(client, letter_id):
     try:
-        return deadletters.get(client, letter_id)
+        return DeadLetters(client).get(letter_id)
     except NotFound:
         return None
 
@@ -160,17 +161,17 @@ def test_mneme_finds_the_stack_make_run_started_without_any_variable(tmp_path_fa
 
 def test_a_poison_task_lands_in_dead_letters_and_replays_into_them_again(runtime, celery, cli):
     job_id = accepted_job(runtime)
-    runtime.redis.hset(f"mneme:job:{job_id}", "payload", json.dumps({"role": "robot", "content": "秘密 secret"}))
+    runtime.state.client.hset(f"mneme:job:{job_id}", "payload", json.dumps({"role": "robot", "content": "秘密 secret"}))
     kwargs = {"job_id": job_id}  # tasks carry ids: the malformed message is the job's
     sent = celery.send_task("memory.extract", kwargs=kwargs)
-    letter = wait_for(lambda: letter_or_none(runtime.redis, sent.id))
+    letter = wait_for(lambda: letter_or_none(runtime.state.client, sent.id))
     assert (letter.task, letter.queue, letter.job_id, letter.kwargs) == ("memory.extract", "extract", job_id, kwargs)
     assert (letter.tenant, letter.user_id) == ("default", "u")  # whose it was, for erasure and export
     assert letter.error_type == "InvalidInput" and "role" in letter.error_message
     assert "File " in letter.traceback and "InvalidInput" in letter.traceback.splitlines()[-1]
     assert "robot" not in letter.model_dump_json() and "secret" not in letter.model_dump_json()
     assert len(letter.traceback.splitlines()) <= 20
-    job = wait_for(lambda: (j := runtime.jobs.get(job_id)).state == "failed" and j)
+    job = wait_for(lambda: (j := runtime.state.jobs.get(job_id)).state == "failed" and j)
     assert "extract" in job.error and "validation" in job.error.lower()
 
     listed = cli("dead", "list", "--json", "--limit", "100000")
@@ -182,13 +183,13 @@ def test_a_poison_task_lands_in_dead_letters_and_replays_into_them_again(runtime
 
     replayed = cli("dead", "replay", sent.id)
     assert replayed.exit_code == 0, replayed.output
-    assert letter_or_none(runtime.redis, sent.id) is None  # removed once sent
-    again = wait_for(lambda: next((d for d in deadletters.list(runtime.redis, 100_000)
+    assert letter_or_none(runtime.state.client, sent.id) is None  # removed once sent
+    again = wait_for(lambda: next((d for d in DeadLetters(runtime.state.client).list(100_000)
                                    if d.job_id == job_id and d.id != sent.id), None))
     assert again.kwargs == kwargs and again.error_type == "InvalidInput"  # re-sent, failed again, kept again
 
     assert cli("dead", "drop", again.id).exit_code == 0
-    assert letter_or_none(runtime.redis, again.id) is None
+    assert letter_or_none(runtime.state.client, again.id) is None
     assert cli("dead", "drop", again.id).exit_code == 1
     missing = cli("dead", "show", again.id)
     assert missing.exit_code == 1 and "no dead letter" in missing.output
@@ -197,33 +198,33 @@ def test_a_poison_task_lands_in_dead_letters_and_replays_into_them_again(runtime
 
 def test_a_malformed_embed_request_lands_in_dead_letters(runtime, celery):
     job_id = accepted_job(runtime)
-    runtime.redis.hset(f"mneme:job:{job_id}", "work", json.dumps({"mode": "full", "events": [{"bogus": True}]}))
+    runtime.state.client.hset(f"mneme:job:{job_id}", "work", json.dumps({"mode": "full", "events": [{"bogus": True}]}))
     sent = celery.send_task("memory.embed", kwargs={"job_id": job_id})
-    letter = wait_for(lambda: letter_or_none(runtime.redis, sent.id))
+    letter = wait_for(lambda: letter_or_none(runtime.state.client, sent.id))
     assert (letter.task, letter.queue, letter.job_id) == ("memory.embed", "embed", job_id)
     assert letter.kwargs == {"job_id": job_id} and letter.error_type == "InvalidInput"
-    job = wait_for(lambda: (j := runtime.jobs.get(job_id)).state == "failed" and j)
+    job = wait_for(lambda: (j := runtime.state.jobs.get(job_id)).state == "failed" and j)
     assert "its extraction is malformed" in job.error
     nameless = celery.send_task("memory.embed", kwargs={})
-    nameless_letter = wait_for(lambda: letter_or_none(runtime.redis, nameless.id))
+    nameless_letter = wait_for(lambda: letter_or_none(runtime.state.client, nameless.id))
     assert nameless_letter.error_message == "an embed request names no job_id"
     for letter_id in (sent.id, nameless.id):
-        deadletters.remove(runtime.redis, letter_id)
+        DeadLetters(runtime.state.client).remove(letter_id)
 
 
 def test_replay_all_completes_a_job_whose_failure_cause_is_gone(runtime, client, cli, uid):
     """A message whose extraction gave up while a backend was down: once it is back, replay completes it."""
     user, session = f"u{uid}", f"s{uid}"
     job_id = ids.job_id("default", session, "m1")
-    runtime.working.append(tenant="default", user_id=user, session_id=session, message_id="m1", role=Role.user,
+    runtime.state.working.append(tenant="default", user_id=user, session_id=session, message_id="m1", role=Role.user,
                            content="我叫小明，我喜欢物理", client_ts=time.time(), job_id=job_id)
-    assert deadletters.push(runtime.redis, task_id=f"gave-up-{uid}", task="memory.extract", queue="extract",
+    assert DeadLetters(runtime.state.client).push(task_id=f"gave-up-{uid}", task="memory.extract", queue="extract",
                             kwargs={"job_id": job_id}, retries=8, job_id=job_id,
                             error=TransientError("graph store unavailable"))
     result = cli("dead", "replay", "--all")
     assert result.exit_code == 0, result.output
     assert "replayed" in result.stdout
-    assert letter_or_none(runtime.redis, f"gave-up-{uid}") is None
+    assert letter_or_none(runtime.state.client, f"gave-up-{uid}") is None
     [job] = client.wait([job_id], timeout=60)
     assert job.state == "done"
     assert ("name", "小明") in {(f.relation, f.object) for f in client.recall(user_id=user, query="名字").facts}
@@ -235,24 +236,24 @@ def test_push_is_idempotent_per_task_id_and_capped(stack):
     with redis.Redis.from_url(url, decode_responses=True) as r:
         r.flushdb()
         for i in range(5):
-            assert deadletters.push(r, task_id=f"t{i}", task="memory.audit", queue="audit",
+            assert DeadLetters(r).push(task_id=f"t{i}", task="memory.audit", queue="audit",
                                     kwargs={"records": [i]}, error=ValueError(f"bad {i}"), cap=3)
-        assert not deadletters.push(r, task_id="t4", task="memory.audit", queue="audit", error=ValueError("again"),
+        assert not DeadLetters(r).push(task_id="t4", task="memory.audit", queue="audit", error=ValueError("again"),
                                     cap=3)
-        assert deadletters.count(r) == 3 and r.hlen("mneme:dead-letters:by-id") == 3
-        assert [d.id for d in deadletters.list(r, 10)] == ["t4", "t3", "t2"]
-        assert [d.id for d in deadletters.list(r, 1, offset=1)] == ["t3"]
-        assert deadletters.get(r, "t4").error_message == "bad 4"  # the first failure is kept
+        assert DeadLetters(r).size() == 3 and r.hlen("mneme:dead-letters:by-id") == 3
+        assert [d.id for d in DeadLetters(r).list(10)] == ["t4", "t3", "t2"]
+        assert [d.id for d in DeadLetters(r).list(1, offset=1)] == ["t3"]
+        assert DeadLetters(r).get("t4").error_message == "bad 4"  # the first failure is kept
         with pytest.raises(NotFound):
-            deadletters.get(r, "t0")
-        assert deadletters.remove(r, "t3") and not deadletters.remove(r, "t3")
-        assert [d.id for d in deadletters.list(r, 10)] == ["t4", "t2"]
+            DeadLetters(r).get("t0")
+        assert DeadLetters(r).remove("t3") and not DeadLetters(r).remove("t3")
+        assert [d.id for d in DeadLetters(r).list(10)] == ["t4", "t2"]
         sent = []
-        deadletters.replay(r, "t2", lambda task, kwargs: sent.append((task, kwargs)))
-        assert sent == [("memory.audit", {"records": [2]})] and deadletters.count(r) == 1
+        DeadLetters(r).replay("t2", lambda task, kwargs: sent.append((task, kwargs)))
+        assert sent == [("memory.audit", {"records": [2]})] and DeadLetters(r).size() == 1
         with pytest.raises(RuntimeError):
-            deadletters.replay(r, "t4", lambda task, kwargs: (_ for _ in ()).throw(RuntimeError("broker down")))
-        assert deadletters.get(r, "t4")  # a failed send keeps the dead letter
+            DeadLetters(r).replay("t4", lambda task, kwargs: (_ for _ in ()).throw(RuntimeError("broker down")))
+        assert DeadLetters(r).get("t4")  # a failed send keeps the dead letter
         r.flushdb()
 
 
@@ -265,7 +266,7 @@ def test_erase_needs_yes_and_prints_the_receipt(client, runtime, cli, uid):
     client.wait([accepted.job_id])
     refused = cli("erase", user)
     assert refused.exit_code == 2 and "--yes" in refused.output
-    assert len(runtime.working.read("default", session).messages) == 1  # nothing happened
+    assert len(runtime.state.working.read("default", session).messages) == 1  # nothing happened
 
     done = cli("erase", user, "--tenant", "default", "--yes")
     assert done.exit_code == 0, done.output
@@ -339,12 +340,12 @@ def remember_two_users(client, uid, bob_message_id):
 
 def test_export_holds_the_users_data_and_no_one_elses(client, runtime, cli, tmp_path, uid):
     a, b = remember_two_users(client, uid, bob_message_id="b1")
-    deadletters.push(runtime.redis, task_id=f"export-{a}", task="memory.extract", queue="extract",
+    DeadLetters(runtime.state.client).push(task_id=f"export-{a}", task="memory.extract", queue="extract",
                      kwargs={"job_id": f"export-{a}"}, job_id=f"export-{a}", error=ValueError("poison"),
                      owner=("default", a))
     legacy = {"tenant": "default", "user_id": b, "session_id": "s", "message_id": "x", "role": "user",
               "content": "a failed message with pineapple42", "client_ts": 1.0}  # kept before tasks carried ids
-    deadletters.push(runtime.redis, task_id=f"export-{b}", task="memory.extract", queue="extract",
+    DeadLetters(runtime.state.client).push(task_id=f"export-{b}", task="memory.extract", queue="extract",
                      kwargs={"job_id": f"export-{b}", "message": legacy}, error=ValueError("poison"))
     out = tmp_path / "export.json"
     result = cli("export", a, "--out", str(out))
@@ -370,7 +371,7 @@ def test_export_holds_the_users_data_and_no_one_elses(client, runtime, cli, tmp_
     assert "pineapple42" in printed.stdout and "我今年17岁" not in printed.stdout
     assert json.loads(printed.stdout)["user_id"] == b
     for user in (a, b):
-        deadletters.remove(runtime.redis, f"export-{user}")
+        DeadLetters(runtime.state.client).remove(f"export-{user}")
 
 
 def test_export_never_holds_another_users_text_sharing_a_message_id(client, cli, uid):

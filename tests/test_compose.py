@@ -53,7 +53,7 @@ def test_backend_urls_name_registered_adapters_whose_extras_the_image_installs()
     env = MNEME["api"]["environment"]
     build = COMPOSE["x-mneme"]["build"]["dockerfile_inline"]
     for role, var in [("episodic", "MNEME_EPISODIC_URL"), ("graph", "MNEME_GRAPH_URL"),
-                      ("archive", "MNEME_ARCHIVE_URL"), ("audit", "MNEME_AUDIT_URL")]:
+                      ("archive", "MNEME_ARCHIVE_URL"), ("audit", "MNEME_AUDIT_URL"), ("keys", "MNEME_KEYS_URL")]:
         scheme = env[var].split("://", 1)[0]
         assert scheme in BACKENDS[role], f"{var}: no {role} adapter for {scheme}://"
         extra = BACKENDS[role][scheme][1]

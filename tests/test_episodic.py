@@ -55,7 +55,7 @@ def test_destroying_a_users_key_makes_their_text_unreadable(client, uid, runtime
     [job] = remember_all(client, uid, ["我的银行卡密码提示是小猫"])
     [stored] = runtime.episodic_store.get("default", f"u{uid}", job.event_ids)
     assert "小猫" in runtime.episodic.reveal(stored).text
-    runtime.keys.destroy("default", f"u{uid}")
+    runtime.user_keys.destroy("default", f"u{uid}")
     fresh = type(runtime)(runtime.settings)  # a process that never cached the old key
     assert fresh.episodic.reveal(stored) is None
     assert client.recall(user_id=f"u{uid}", query="银行卡密码", k=5).events == []
@@ -87,8 +87,8 @@ def test_one_embed_batch_never_mixes_up_users_sharing_a_message_id(runtime, uid)
     for user, text in [(f"a{uid}", "我喜欢菠萝"), (f"b{uid}", "I like pineapple42")]:
         message = Message(tenant="default", user_id=user, session_id=f"s-{user}", message_id="m1", role=Role.user,
                           content=text, client_ts=time.time(), received_at=time.time())
-        runtime.redis.hset(f"mneme:job:j-{user}", mapping={"state": "extracted", "payload": message.model_dump_json(),
-                                                          "accepted_at": time.time()})
+        runtime.state.client.hset(f"mneme:job:j-{user}", mapping={
+            "state": "extracted", "payload": message.model_dump_json(), "accepted_at": time.time()})
         items.append(pipeline.EmbedItem(job_id=f"j-{user}", text=text, events=extract(message).events,
                                         tenant="default", user_id=user, received_at=message.received_at,
                                         session_id=message.session_id, message_id=message.message_id))

@@ -47,7 +47,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memory import deadletters, ids, keys
+from memory import ids
 from memory.audit import verify
 from memory.episodic import ALL_STATUSES, MERGED
 from memory.extraction import extract
@@ -55,6 +55,7 @@ from memory.graph import Status
 from memory.models import Fact, Message
 from memory.runtime import Runtime
 from memory.sqlite import sqlite_path
+from memory.state import keys
 from memory.text import clean
 from tasks.maintenance import lost_jobs
 from tests.accepted import reopen_job, write_job
@@ -138,7 +139,9 @@ def rt(fstack) -> Runtime:
 
 @pytest.fixture(scope="module")
 def celery(fstack):
-    return create_celery(fstack.settings)
+    app = create_celery(fstack.settings)
+    yield app
+    app.close()
 
 
 # --- helpers ---------------------------------------------------------------------------------------
@@ -175,7 +178,7 @@ def wait_until(check, timeout: float, what: str, interval: float = 0.05):
 def unacked(rt: Runtime) -> dict[str, tuple[str, str, str]]:
     """kombu's in-flight messages: delivery tag → (queue, task name, task id)."""
     out = {}
-    for tag, value in rt.redis.hgetall("unacked").items():
+    for tag, value in rt.state.client.hgetall("unacked").items():
         raw, _exchange, routing_key = json.loads(value)
         out[tag] = (routing_key, raw["headers"].get("task"), raw["headers"].get("id"))
     return out
@@ -187,18 +190,18 @@ def task_kwargs(raw: dict) -> dict:
 
 
 def queued(rt: Runtime, queue: str) -> list[dict]:
-    return [json.loads(v) for v in rt.redis.lrange(queue, 0, -1)]
+    return [json.loads(v) for v in rt.state.client.lrange(queue, 0, -1)]
 
 
 def drain(rt: Runtime, timeout: float = 60.0) -> None:
     """Every queue empty and nothing in flight (kombu keeps late-ack messages in 'unacked')."""
-    wait_until(lambda: sum(rt.redis.llen(q) for q in QUEUES) == 0 and rt.redis.hlen("unacked") == 0,
-               timeout, f"queues drained (queued {[rt.redis.llen(q) for q in QUEUES]}, "
-                        f"in flight {rt.redis.hlen('unacked')})")
+    wait_until(lambda: sum(rt.state.client.llen(q) for q in QUEUES) == 0 and rt.state.client.hlen("unacked") == 0,
+               timeout, f"queues drained (queued {[rt.state.client.llen(q) for q in QUEUES]}, "
+                        f"in flight {rt.state.client.hlen('unacked')})")
 
 
 def job_states(rt: Runtime, job_ids: list[str]) -> dict[str, str | None]:
-    pipe = rt.redis.pipeline(transaction=False)
+    pipe = rt.state.client.pipeline(transaction=False)
     for job_id in job_ids:
         pipe.hget(keys.job(job_id), "state")
     return dict(zip(job_ids, pipe.execute(), strict=True))
@@ -211,15 +214,16 @@ def wait_done(rt: Runtime, job_ids: list[str], timeout: float) -> float:
     while True:
         states = job_states(rt, job_ids)
         if all(s in ("done", "failed") for s in states.values()):
-            failed = {j: rt.redis.hget(keys.job(j), "error") for j, s in states.items() if s == "failed"}
+            failed = {j: rt.state.client.hget(keys.job(j), "error") for j, s in states.items() if s == "failed"}
             assert not failed, f"jobs failed: {failed}"
             return time.monotonic() - started
         if time.monotonic() > deadline:
             pending = Counter(s for s in states.values() if s != "done")
             raise AssertionError(
                 f"{sum(pending.values())} of {len(job_ids)} jobs not done after {timeout}s ({dict(pending)}); "
-                f"queued {dict((q, rt.redis.llen(q)) for q in QUEUES)}, in flight {rt.redis.hlen('unacked')}, "
-                f"kombu restore mutex held: {bool(rt.redis.exists('unacked_mutex'))}")
+                f"queued {dict((q, rt.state.client.llen(q)) for q in QUEUES)}, "
+                f"in flight {rt.state.client.hlen('unacked')}, "
+                f"kombu restore mutex held: {bool(rt.state.client.exists('unacked_mutex'))}")
         time.sleep(0.1)
 
 
@@ -274,7 +278,7 @@ def post(stack: Stack, user: str, n: int, session: str | None = None) -> str:
 def sent_message(rt: Runtime, job_id: str) -> Message:
     """The message a job of this module was accepted for: its ids from the job, its text from the template
     (``m{n}`` was sent with ``TEMPLATES[n]``; working memory no longer holds the older ones)."""
-    tenant, user_id, session_id, message_id = json.loads(rt.redis.hget(keys.job(job_id), "who"))
+    tenant, user_id, session_id, message_id = json.loads(rt.state.client.hget(keys.job(job_id), "who"))
     n = int(message_id.removeprefix("m"))
     role, content = TEMPLATES[n % len(TEMPLATES)](n)
     return Message(tenant=tenant, user_id=user_id, session_id=session_id, message_id=message_id, role=role,
@@ -413,7 +417,7 @@ def test_kill_9_twenty_times_loses_and_duplicates_nothing(fstack, rt, celery, ui
         time.sleep(1.5)
         for i, (name, mode) in enumerate(KILLS):
             time.sleep(rng.uniform(0.2, 0.8))
-            queues, before = WORKER_QUEUES[name], set(rt.redis.hkeys("unacked"))
+            queues, before = WORKER_QUEUES[name], set(rt.state.client.hkeys("unacked"))
             # kill right after the worker took a new message (a pipeline task runs for milliseconds)
             try:
                 in_flight = wait_until(lambda q=queues, b=before: {t: v for t, v in unacked(rt).items()
@@ -428,7 +432,7 @@ def test_kill_9_twenty_times_loses_and_duplicates_nothing(fstack, rt, celery, ui
             if mode == "child":
                 os.kill(pool[0], signal.SIGKILL)
                 wait_until(lambda p=proc, old=set(pool): set(children(p.pid)) - old, 30, f"{name} new pool child")
-                record["orphaned"] = sum(1 for t in in_flight if rt.redis.hexists("unacked", t))
+                record["orphaned"] = sum(1 for t in in_flight if rt.state.client.hexists("unacked", t))
             else:
                 if mode == "main":
                     os.kill(proc.pid, signal.SIGKILL)
@@ -436,7 +440,7 @@ def test_kill_9_twenty_times_loses_and_duplicates_nothing(fstack, rt, celery, ui
                 else:
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(10)
-                record["orphaned"] = sum(1 for t in in_flight if rt.redis.hexists("unacked", t))
+                record["orphaned"] = sum(1 for t in in_flight if rt.state.client.hexists("unacked", t))
                 if i == len(KILLS) - 1:
                     feeder.stop()  # messages accepted while the worker is down queue up
                     time.sleep(VISIBILITY_TIMEOUT_S + 1)
@@ -512,20 +516,20 @@ def test_poison_messages_go_to_the_dead_letter_queue_and_the_pipeline_keeps_goin
     sent = {}
     for task, fields in poisons.items():
         job_id = _prepared_job(rt, user)
-        rt.redis.hset(keys.job(job_id), mapping=fields)
+        rt.state.client.hset(keys.job(job_id), mapping=fields)
         sent[task] = (job_id, celery.send_task(task, kwargs={"job_id": job_id}).id)
     good += [post(fstack, user, n) for n in range(3, 8)]
     wait_done(rt, good, timeout=60)
     assert_exactly_once(rt, fstack, [(user, j) for j in good])
     for task, (job_id, task_id) in sent.items():
-        wait_until(lambda j=job_id: rt.redis.hget(keys.job(j), "state") == "failed", 30, f"{task} job failed")
-        letter = deadletters.get(rt.redis, task_id)
+        wait_until(lambda j=job_id: rt.state.client.hget(keys.job(j), "state") == "failed", 30, f"{task} job failed")
+        letter = rt.state.dead_letters.get(task_id)
         assert (letter.task, letter.job_id, letter.retries) == (task, job_id, 0)
         assert letter.error_type == "InvalidInput" and "validation error" in letter.error_message.lower()
         assert letter.kwargs == {"job_id": job_id} and "机密" not in letter.model_dump_json()
-        assert task_id in {d.id for d in deadletters.list(rt.redis, limit=1000)}
+        assert task_id in {d.id for d in rt.state.dead_letters.list(limit=1000)}
         stage = task.split(".")[1].replace("upsert_", "")
-        assert rt.redis.hget(keys.job(job_id), "error").startswith(stage)
+        assert rt.state.client.hget(keys.job(job_id), "error").startswith(stage)
     drain(rt)
 
 
@@ -566,7 +570,7 @@ def test_a_store_outage_retries_loses_nothing_and_recall_says_degraded(fstack, r
 
     def watch_embed_retries() -> None:  # memory.embed re-sends itself with kwargs["attempt"] on a TransientError
         while not watching.is_set():
-            messages = [json.loads(v)[0] for v in rt.redis.hvals("unacked")] + queued(rt, "embed")
+            messages = [json.loads(v)[0] for v in rt.state.client.hvals("unacked")] + queued(rt, "embed")
             attempts.extend(task_kwargs(m).get("attempt", 0) for m in messages if m["headers"].get("task")
                             == "memory.embed")
             watching.wait(0.1)
@@ -607,7 +611,7 @@ def test_a_store_outage_retries_loses_nothing_and_recall_says_degraded(fstack, r
         print(f"  memory.embed highest retry attempt seen: {max(attempts, default=0)}")
         assert max(attempts, default=0) >= 1, "the embed task should have failed once and been re-sent"
     jobs = {j for _, j in sent} | set(warm)
-    assert not [d for d in deadletters.list(rt.redis, limit=1000) if d.job_id in jobs]
+    assert not [d for d in rt.state.dead_letters.list(limit=1000) if d.job_id in jobs]
     assert_exactly_once(rt, fstack, [(user, j) for j in warm] + sent)
     status, body, _ = recall(fstack, user, "物理")
     assert status == 200 and body["degraded"] == {} and body["events"] and body["facts"]
@@ -629,7 +633,7 @@ def test_a_redelivered_graph_task_changes_nothing_after_a_newer_value(fstack, rt
     reopen_job(rt, first.job_id)  # its graph branch not acknowledged, its input still held
     celery.send_task("memory.upsert_graph", kwargs={"job_id": first.job_id})
     drain(rt)
-    wait_until(lambda: rt.redis.hget(keys.job(first.job_id), "done:graph"), 30, "the graph task ran again")
+    wait_until(lambda: rt.state.client.hget(keys.job(first.job_id), "done:graph"), 30, "the graph task ran again")
     after = [(b.object, b.stored_confidence, b.why) for b in rt.beliefs.profile(TENANT, user)]
     assert after == before
 
@@ -650,13 +654,13 @@ def test_an_audit_message_lost_by_the_broker_is_written_after_all(fstack, rt, ce
         rel_ids = {r.rel_id for r in rt.graph.relations(TENANT, user, statuses=list(Status))}
 
         def ours() -> list[str]:  # other tests' audit tasks may wait in the queue too: this user's only
-            return [raw for raw in rt.redis.lrange("audit", 0, -1)
+            return [raw for raw in rt.state.client.lrange("audit", 0, -1)
                     if {r.get("rel_id") for r in task_kwargs(json.loads(raw))["records"]} <= rel_ids]
 
         [raw] = wait_until(ours, 10, "the audit task queued")
         assert task_kwargs(json.loads(raw))["records"][0]["action"] == "graph.merge:blend"
         # what a worker SIGKILLed right after its BRPOP returned does to the message (the kill test's losses)
-        assert rt.redis.lrem("audit", 1, raw) == 1
+        assert rt.state.client.lrem("audit", 1, raw) == 1
     finally:
         stack.stop_one("worker-graphonly")
         stack.start_one("worker-pipeline")
@@ -665,7 +669,7 @@ def test_an_audit_message_lost_by_the_broker_is_written_after_all(fstack, rt, ce
     time.sleep(max(0.0, done_at + REDRIVE_AFTER_S + 0.5 - time.monotonic()))  # held long enough to be re-sent
     celery.send_task("memory.redrive", kwargs={"limit": 1000})  # what beat runs
     wait_until(lambda: not missing_audit_records(stack, rt, [(user, job)]), 30, "the lost audit record written")
-    wait_until(lambda: rt.redis.hlen(keys.AUDIT_OUTBOX) == 0, 10, "the outbox released once written")
+    wait_until(lambda: rt.state.client.hlen(keys.AUDIT_OUTBOX) == 0, 10, "the outbox released once written")
 
 
 def test_redrive_re_sends_only_the_jobs_the_broker_lost(fstack, rt, celery, uid):
@@ -678,9 +682,10 @@ def test_redrive_re_sends_only_the_jobs_the_broker_lost(fstack, rt, celery, uid)
         jobs = [post(stack, user, n) for n in range(30) if n % 10 in (0, 1, 6, 7)]  # 12, each with a fact
 
         def held() -> dict[str, tuple[str, str]]:  # job id → (queue, raw message), or ("unacked", "")
-            found = {task_kwargs(json.loads(v)[0]).get("job_id"): ("unacked", "") for v in rt.redis.hvals("unacked")}
+            found = {task_kwargs(json.loads(v)[0]).get("job_id"): ("unacked", "")
+                     for v in rt.state.client.hvals("unacked")}
             found |= {task_kwargs(json.loads(raw)).get("job_id"): (queue, raw)
-                      for queue in QUEUES for raw in rt.redis.lrange(queue, 0, -1)}
+                      for queue in QUEUES for raw in rt.state.client.lrange(queue, 0, -1)}
             in_flight = any(found.get(j, ("",))[0] == "unacked" for j in jobs)
             return found if set(jobs) <= set(found) and in_flight else {}
 
@@ -688,8 +693,8 @@ def test_redrive_re_sends_only_the_jobs_the_broker_lost(fstack, rt, celery, uid)
         lost = [j for j in jobs if where[j][1]][:3]
         assert len(lost) == 3, where
         for job_id in lost:  # what BRPOP to a worker SIGKILLed before kombu recorded it does to a message
-            assert rt.redis.lrem(where[job_id][0], 1, where[job_id][1]) == 1
-        rt.redis.zadd(keys.PENDING, {job_id: time.time() - 3600 for job_id in jobs})  # a backlog an hour old
+            assert rt.state.client.lrem(where[job_id][0], 1, where[job_id][1]) == 1
+        rt.state.client.zadd(keys.PENDING, {job_id: time.time() - 3600 for job_id in jobs})  # a backlog an hour old
         report = lost_jobs(rt, celery, 1000)
         assert set(report["job_ids"]) & set(jobs) == set(lost), report
     for _ in range(3):  # beat runs it again and again while a backlog drains
@@ -704,7 +709,7 @@ def test_redrive_re_sends_only_the_jobs_the_broker_lost(fstack, rt, celery, uid)
           f"{len(lost)} lost by the broker; 3 redrive runs re-sent {sum(resent.values())} extractions "
           f"(for {sorted(resent.values())} of the lost)")
     assert set(resent) <= set(lost) and all(n <= 3 for n in resent.values()), f"re-sent beyond the lost: {resent}"
-    assert set(lost) <= {j for j in jobs if rt.redis.hget(keys.job(j), "done:graph")}
+    assert set(lost) <= {j for j in jobs if rt.state.client.hget(keys.job(j), "done:graph")}
 
 
 # --- 5. Redis restart ------------------------------------------------------------------------------
@@ -758,7 +763,7 @@ def test_redis_restart_keeps_working_memory_and_every_queued_job(fstack, rt, uid
 
 def _redis_answers(rt: Runtime) -> bool:
     try:
-        return bool(rt.redis.ping())
+        return bool(rt.state.client.ping())
     except Exception:  # noqa: BLE001 - connection refused or still loading the AOF
         return False
 

@@ -13,10 +13,12 @@ from datetime import UTC, datetime
 import pytest
 import redis
 
-from memory import extraction, ids, keys
-from memory.llm import SYSTEM_PROMPT, LLMExtractor, llm_failures
+from memory import extraction, ids
+from memory.llm import SYSTEM_PROMPT, LLMExtractor
 from memory.models import EventType, Extraction, FactSource, Message, Relation, Role
 from memory.settings import Settings
+from memory.state import keys
+from memory.state.llm_usage import LLMUsage
 from memory.text import sha256, tokenize
 from tests.llm_stub import StubLLM
 
@@ -78,7 +80,7 @@ def _settings(base_url: str, **overrides: object) -> Settings:
 
 @pytest.fixture
 def llm(stub: StubLLM, r: redis.Redis) -> Iterator[LLMExtractor]:
-    with LLMExtractor(_settings(stub.base_url), r, clock=lambda: NOON) as x:
+    with LLMExtractor(_settings(stub.base_url), LLMUsage(r), clock=lambda: NOON) as x:
         yield x
 
 
@@ -124,7 +126,7 @@ def test_good_chinese_answer_becomes_typed_events_and_llm_facts(llm, stub, r):
         (Relation.age, "17", 0.9), (Relation.grade, "高二", 0.85), (Relation.learning_obstacle, "加速度和速度", 0.7)]
     assert all(f.source is FactSource.llm and f.evidence_id == first.event_id for f in result.facts)
     assert all(f.message_ids == ["m1"] and f.ts == message.client_ts for f in result.facts)
-    assert llm_failures(r) == {}
+    assert LLMUsage(r).failures() == {}
 
     # the request the stub saw: OpenAI-compatible, JSON mode, deterministic, the closed vocabularies listed
     (req,) = stub.requests
@@ -193,19 +195,19 @@ def test_bad_answers_return_the_fallback_unchanged(llm, stub, r, content, reason
     assert result == expected and result is fallback
     assert not outcome.used_llm and outcome.reason == reason
     assert outcome.tokens == 360  # the call happened: its tokens count against the budget
-    assert llm_failures(r) == {reason: 1}
+    assert LLMUsage(r).failures() == {reason: 1}
 
 
 def test_timeout_returns_fallback(stub, r):
     message = _msg("hello")
     fallback, expected = _fallback(message)
     stub.hang(3)
-    with LLMExtractor(_settings(stub.base_url, llm_timeout_s=0.5), r, clock=lambda: NOON) as llm:
+    with LLMExtractor(_settings(stub.base_url, llm_timeout_s=0.5), LLMUsage(r), clock=lambda: NOON) as llm:
         started = time.monotonic()
         result, outcome = llm.extract(message, fallback)
         assert time.monotonic() - started < 2.5
     assert result == expected and outcome.model_dump() == {"used_llm": False, "reason": "timeout", "tokens": 0}
-    assert llm_failures(r) == {"timeout": 1}
+    assert LLMUsage(r).failures() == {"timeout": 1}
     assert r.get(keys.llm_tokens("t1", DAY)) is None
 
 
@@ -216,16 +218,16 @@ def test_http_500_returns_fallback(llm, stub, r):
     for _ in range(2):
         result, outcome = llm.extract(message, fallback)
         assert result == expected and not outcome.used_llm and outcome.reason == "http_500"
-    assert llm_failures(r) == {"http_500": 2}
+    assert LLMUsage(r).failures() == {"http_500": 2}
 
 
 def test_unreachable_endpoint_returns_fallback(r):
     message = _msg("我叫小明")
     fallback, expected = _fallback(message)
-    with LLMExtractor(_settings(f"http://127.0.0.1:{_free_port()}/v1"), r, clock=lambda: NOON) as llm:
+    with LLMExtractor(_settings(f"http://127.0.0.1:{_free_port()}/v1"), LLMUsage(r), clock=lambda: NOON) as llm:
         result, outcome = llm.extract(message, fallback)
     assert result == expected and outcome.model_dump() == {"used_llm": False, "reason": "unreachable", "tokens": 0}
-    assert llm_failures(r) == {"unreachable": 1}
+    assert LLMUsage(r).failures() == {"unreachable": 1}
 
 
 def test_failure_counters_add_up_across_reasons(llm, stub, r):
@@ -235,13 +237,13 @@ def test_failure_counters_add_up_across_reasons(llm, stub, r):
     stub.reply_text("nope")
     llm.extract(message, extraction.extract(message))
     llm.extract(message, extraction.extract(message))
-    assert llm_failures(r) == {"http_503": 1, "malformed": 2}
+    assert LLMUsage(r).failures() == {"http_503": 1, "malformed": 2}
 
 
 def test_token_budget_is_per_tenant_per_utc_day(stub, r):
     now = [NOON]
     stub.reply_json(ZH_ANSWER)  # usage.total_tokens = 360
-    with LLMExtractor(_settings(stub.base_url, llm_daily_token_budget=700), r, clock=lambda: now[0]) as llm:
+    with LLMExtractor(_settings(stub.base_url, llm_daily_token_budget=700), LLMUsage(r), clock=lambda: now[0]) as llm:
         for i in range(2):
             _, outcome = llm.extract(_msg("我今年17岁", message_id=f"m{i}"), extraction.extract(_msg("x")))
             assert outcome.reason == "ok" and outcome.tokens == 360
@@ -256,7 +258,7 @@ def test_token_budget_is_per_tenant_per_utc_day(stub, r):
         assert result == expected
         assert outcome.model_dump() == {"used_llm": False, "reason": "budget_exhausted", "tokens": 0}
         assert len(stub.requests) == 2
-        assert llm_failures(r) == {"budget_exhausted": 1}
+        assert LLMUsage(r).failures() == {"budget_exhausted": 1}
 
         # another tenant has its own budget
         _, outcome = llm.extract(_msg("我今年17岁", tenant="t2"), extraction.extract(_msg("x")))
@@ -282,7 +284,7 @@ def test_missing_usage_is_estimated_from_the_text(llm, stub, r):
 def test_zero_budget_disables_the_stage(stub, r):
     message = _msg("我今年17岁")
     fallback, expected = _fallback(message)
-    with LLMExtractor(_settings(stub.base_url, llm_daily_token_budget=0), r, clock=lambda: NOON) as llm:
+    with LLMExtractor(_settings(stub.base_url, llm_daily_token_budget=0), LLMUsage(r), clock=lambda: NOON) as llm:
         result, outcome = llm.extract(message, fallback)
     assert result == expected and outcome.reason == "budget_exhausted" and stub.requests == []
 
@@ -312,4 +314,4 @@ def test_missing_base_url_is_a_configuration_error(r):
     from memory.errors import ConfigurationError
 
     with pytest.raises(ConfigurationError):
-        LLMExtractor(_settings(""), r)
+        LLMExtractor(_settings(""), LLMUsage(r))

@@ -15,7 +15,6 @@ import uuid
 
 import httpx
 import pytest
-import redis
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
@@ -24,6 +23,9 @@ from memory import extraction, logs, telemetry
 from memory.llm import LLMExtractor
 from memory.models import Message, Role
 from memory.settings import Settings
+from memory.state import keys
+from memory.state.broker import Broker
+from memory.state.client import connect
 from tests.llm_stub import StubLLM
 from tests.stacks import running_stack
 from workers.api.observability import install
@@ -124,7 +126,7 @@ def app_client(runtime):
     def boom() -> dict:
         raise RuntimeError("boom")
 
-    install(app, runtime.redis, queues=QUEUES, service=None)
+    install(app, runtime.state.broker, queues=QUEUES, service=None)
     with TestClient(app, raise_server_exceptions=False) as c:
         yield c
 
@@ -165,23 +167,23 @@ def test_latency_histogram_labels_route_templates_and_statuses(app_client):
 # --- metrics ---------------------------------------------------------------------------------------------
 
 def test_queue_depth_and_dead_letters_are_read_live_from_redis(runtime, uid):
-    r = runtime.redis
+    r = runtime.state.client
     busy, idle = f"obs-{uid}-busy", f"obs-{uid}-idle"
     try:
         r.rpush(busy, "a", "b", "c")
         r.rpush(busy + "\x06\x169", "urgent", "urgent")  # kombu's list for priority 9 of the same queue
-        body, content_type = telemetry.render_metrics(r, [busy, idle])
+        body, content_type = telemetry.render_metrics(Broker(r), [busy, idle])
         text = body.decode()
         assert sample(text, "mneme_queue_depth", queue=busy) == 5
         assert sample(text, "mneme_queue_depth", queue=idle) == 0
-        assert sample(text, "mneme_dead_letters") == r.llen(telemetry.DEAD_LETTERS_KEY)
+        assert sample(text, "mneme_dead_letters") == r.llen(keys.DEAD_LETTERS)
         assert content_type.startswith("text/plain; version=0.0.4")
     finally:
         r.delete(busy, busy + "\x06\x169")
 
 
 def test_unreachable_redis_leaves_queue_gauges_out_but_serves_the_rest():
-    down = redis.Redis(host="127.0.0.1", port=free_port(), socket_connect_timeout=1)
+    down = Broker(connect(f"redis://127.0.0.1:{free_port()}/0"))
     text = telemetry.render_metrics(down, QUEUES)[0].decode()
     assert sample(text, "mneme_queue_depth") is None and sample(text, "mneme_dead_letters") is None
     assert "# TYPE mneme_recall_seconds histogram" in text
@@ -194,7 +196,7 @@ def test_llm_tokens_are_counted_per_tenant_where_the_budget_is_charged(runtime, 
     with StubLLM() as stub:
         stub.reply_json({"events": [{"event_type": "age_declaration", "keywords": ["17岁"], "summary": "17岁"}]})
         settings = Settings(_env_file=None, llm_base_url=stub.base_url, llm_model="stub", llm_daily_token_budget=10_000)
-        with LLMExtractor(settings, runtime.redis) as llm:
+        with LLMExtractor(settings, runtime.state.llm_usage) as llm:
             _, outcome = llm.extract(message, extraction.extract(message))
     assert outcome.used_llm and outcome.tokens == 360
     assert telemetry.REGISTRY.get_sample_value("mneme_llm_tokens_total", {"tenant": tenant}) == 360
@@ -215,7 +217,7 @@ def test_multiprocess_mode_sums_every_process_and_serves_mneme_metrics_only(tmp_
     for _ in range(2):  # two processes, as the API and a worker are
         subprocess.run([sys.executable, "-c", CHILD], env=env, check=True, timeout=60)
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
-    text = telemetry.render_metrics(runtime.redis, QUEUES)[0].decode()
+    text = telemetry.render_metrics(runtime.state.broker, QUEUES)[0].decode()
     assert sample(text, "mneme_working_memory_ops_total", op="append") == 2
     assert sample(text, "mneme_task_seconds_count", task="memory.extract", state="SUCCESS") == 2
     assert sample(text, "mneme_task_seconds_sum", task="memory.extract", state="SUCCESS") == pytest.approx(0.4)

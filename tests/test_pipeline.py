@@ -16,15 +16,17 @@ from workers.local import demo
 
 @pytest.fixture(scope="module")
 def celery(stack):
-    return create_celery(stack.settings)
+    app = create_celery(stack.settings)
+    yield app
+    app.close()
 
 
 def drain(runtime, timeout=60.0):
     """Wait until every queue is empty and no task is in flight (kombu keeps late-ack messages in 'unacked')."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        queued = sum(runtime.redis.llen(q) for q in ("extract", "embed", "graph", "audit", "maintenance"))
-        if queued == 0 and runtime.redis.hlen("unacked") == 0:
+        queued = sum(runtime.state.client.llen(q) for q in ("extract", "embed", "graph", "audit", "maintenance"))
+        if queued == 0 and runtime.state.client.hlen("unacked") == 0:
             return
         time.sleep(0.1)
     raise TimeoutError("queues did not drain")
@@ -87,10 +89,10 @@ def test_a_finished_job_keeps_its_status_but_no_copy_of_the_text(client, uid, ru
     accepted = client.remember(user_id=f"u{uid}", session_id=f"s{uid}", message_id="m1", role="user",
                                content=f"我的密码提示是小猫{uid}")
     [job] = client.wait([accepted.job_id])
-    record = runtime.redis.hgetall(f"mneme:job:{accepted.job_id}")
+    record = runtime.state.client.hgetall(f"mneme:job:{accepted.job_id}")
     assert job.state == "done" and job.session_id == f"s{uid}" and job.message_id == "m1" and job.event_ids
     assert "payload" not in record and not any(f"小猫{uid}" in v for v in record.values())
-    assert 0 < runtime.redis.ttl(f"mneme:job:{accepted.job_id}") <= runtime.settings.job_done_ttl_s
+    assert 0 < runtime.state.client.ttl(f"mneme:job:{accepted.job_id}") <= runtime.settings.job_done_ttl_s
 
 
 def test_duplicate_post_is_not_processed_twice(client, uid, runtime):
@@ -108,10 +110,10 @@ def test_an_accepted_message_whose_enqueue_was_lost_is_redriven(uid, runtime, ce
     """Accept a message straight into Redis without queueing it (as if the broker dropped it);
     the beat-run redrive task finds it and the pipeline completes it."""
     job_id = ids.job_id("default", f"s{uid}", "lost")
-    runtime.working.append(tenant="default", user_id=f"u{uid}", session_id=f"s{uid}", message_id="lost",
+    runtime.state.working.append(tenant="default", user_id=f"u{uid}", session_id=f"s{uid}", message_id="lost",
                            role=Role.user, content="我叫小红", client_ts=time.time(), job_id=job_id)
     assert client.job(job_id).state == "accepted"
-    runtime.redis.zadd("mneme:pending", {job_id: time.time() - 3600})  # accepted an hour ago
+    runtime.state.client.zadd("mneme:pending", {job_id: time.time() - 3600})  # accepted an hour ago
     celery.send_task("memory.redrive", kwargs={"limit": 1000})
     [job] = client.wait([job_id], timeout=60)
     assert job.state == "done"

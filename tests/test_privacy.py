@@ -9,9 +9,10 @@ import httpx
 import pytest
 
 import beat_schedule
-from memory import erasure, keys
+from memory import erasure
 from memory.runtime import Runtime
 from memory.settings import Settings
+from memory.state import keys
 from tests.stacks import running_stack
 from workers.celery_app import ROUTES, create_celery
 from workers.client import MnemeClient
@@ -83,9 +84,9 @@ def test_a_child_gets_no_graph_content_free_events_and_an_encrypted_window(pstac
     shown = prt.episodic.reveal(stored)
     assert (shown.summary, shown.keywords, shown.text) == ("", [], "") and stored.event_type == "age_declaration"
     say(api, user, [("user", f"我最喜欢的老师是王老师{uid}")], start=1)
-    raw = prt.redis.hvals(keys.session("default", f"{user}-s").msg)
+    raw = prt.state.client.hvals(keys.session("default", f"{user}-s").msg)
     assert any("enc:v1:" in r for r in raw) and not any(f"王老师{uid}" in r for r in raw)
-    payloads = [prt.redis.hget(keys.job(j.job_id), "payload") for j in api.wait([job.job_id])]
+    payloads = [prt.state.client.hget(keys.job(j.job_id), "payload") for j in api.wait([job.job_id])]
     assert all(f"王老师{uid}" not in (p or "") for p in payloads)
     assert api.messages(f"{user}-s").messages[-1].content == f"我最喜欢的老师是王老师{uid}"  # readable via the API
 
@@ -121,10 +122,10 @@ def test_erasure_leaves_nothing_of_the_user_in_any_store(pstack, prt, api, uid):
     assert removed["sessions"] == 2 and removed["keys"] == 1 and removed["devices"] == 1 and removed["reviews"] == 1
     assert removed["feedback_pairs"] == 1 and removed["policy"] == 1
     _wait_drained(prt)  # the late message's task has run (or been dropped): nothing of it may come back
-    assert prt.redis.hget(keys.job(late.job_id), "state") in (None, "dropped")  # erased, or dropped: never done
+    assert prt.state.client.hget(keys.job(late.job_id), "state") in (None, "dropped")  # erased, or dropped: never done
     assert profile(pstack, user) == [] and api.recall(user_id=user, query=secret).events == []
     _wait_aof_rewrite(prt)
-    rewrites = prt.redis.info("persistence")["aof_rewrites"]
+    rewrites = prt.state.client.info("persistence")["aof_rewrites"]
     sweep = erasure.sweep(prt)  # the hourly sweeper: verifies, and rewrites the AOF now the queue has drained
     assert sweep["checked"] >= 1 and sweep["incomplete"] == 0
     _wait_aof_rewrite(prt, after=rewrites)
@@ -132,21 +133,22 @@ def test_erasure_leaves_nothing_of_the_user_in_any_store(pstack, prt, api, uid):
              if p.is_file() and _contains(p, [secret.encode(), marker.encode()])]
     assert leaks == []  # no content anywhere: stores, AOF, archive, audit log, key file, logs, metrics files
     # the raw id is left only in the sweeper's work list, until it has verified the erasure after 24 h
-    holders = [k for k in prt.redis.scan_iter(count=1000) if _redis_mentions(prt, k, user)]
+    holders = [k for k in prt.state.client.scan_iter(count=1000) if _redis_mentions(prt, k, user)]
     assert holders == [keys.erasing("default")]
-    for key in prt.redis.scan_iter(count=1000):
-        kind = prt.redis.type(key)
-        values = (prt.redis.hvals(key) if kind == "hash" else prt.redis.lrange(key, 0, -1) if kind == "list"
-                  else [prt.redis.get(key)] if kind == "string" else [])
+    for key in prt.state.client.scan_iter(count=1000):
+        kind = prt.state.client.type(key)
+        r = prt.state.client
+        values = (r.hvals(key) if kind == "hash" else r.lrange(key, 0, -1) if kind == "list"
+                  else [prt.state.client.get(key)] if kind == "string" else [])
         assert not any(secret in (v or "") or marker in (v or "") for v in values), key
     assert any(a["action"] == "user.erase" and a["operator_id"] == "dpo" for a in audit_log(pstack))
 
 
 def _redis_mentions(prt, key, needle) -> bool:
-    kind = prt.redis.type(key)
-    values = {"hash": lambda: [*prt.redis.hkeys(key), *prt.redis.hvals(key)],
-              "list": lambda: prt.redis.lrange(key, 0, -1), "set": lambda: list(prt.redis.smembers(key)),
-              "zset": lambda: prt.redis.zrange(key, 0, -1), "string": lambda: [prt.redis.get(key) or ""]}
+    kind = prt.state.client.type(key)
+    values = {"hash": lambda: [*prt.state.client.hkeys(key), *prt.state.client.hvals(key)],
+              "list": lambda: prt.state.client.lrange(key, 0, -1), "set": lambda: list(prt.state.client.smembers(key)),
+              "zset": lambda: prt.state.client.zrange(key, 0, -1), "string": lambda: [prt.state.client.get(key) or ""]}
     return needle in key or any(needle in v for v in values.get(kind, list)())
 
 
@@ -154,7 +156,7 @@ def _wait_aof_rewrite(prt, after: int | None = None) -> None:
     """Until no AOF rewrite is running or scheduled (and, with ``after``, one more has finished)."""
     deadline = time.monotonic() + 20
     while True:
-        info = prt.redis.info("persistence")
+        info = prt.state.client.info("persistence")
         if not (info["aof_rewrite_in_progress"] or info["aof_rewrite_scheduled"]) and \
                 (after is None or info["aof_rewrites"] > after):
             return
@@ -167,8 +169,8 @@ def _wait_drained(prt) -> None:
     from workers.celery_app import QUEUES
 
     deadline = time.monotonic() + 60
-    while any(prt.redis.llen(q) for q in QUEUES) or prt.redis.hlen("unacked"):
-        assert time.monotonic() < deadline, {q: prt.redis.llen(q) for q in QUEUES}
+    while any(prt.state.client.llen(q) for q in QUEUES) or prt.state.client.hlen("unacked"):
+        assert time.monotonic() < deadline, {q: prt.state.client.llen(q) for q in QUEUES}
         time.sleep(0.1)
 
 

@@ -6,10 +6,9 @@ import json
 import httpx
 import pytest
 
-from memory import keys
 from memory.errors import InvalidInput
 from memory.runtime import Runtime
-from memory.tenants import create_key, list_keys, revoke_key
+from memory.state import keys
 from tests.stacks import running_stack
 from workers.client import MnemeClient
 
@@ -26,7 +25,7 @@ def trt(tstack) -> Runtime:
 
 
 def client_for(tstack, trt, tenant, rate_limit=600):
-    key_id, secret = create_key(trt.redis, tenant, name=f"{tenant} agent", rate_limit=rate_limit)
+    key_id, secret = trt.state.api_keys.create_key(tenant, name=f"{tenant} agent", rate_limit=rate_limit)
     return MnemeClient(tstack.api_url, api_key=secret), key_id, secret
 
 
@@ -57,8 +56,8 @@ def test_tenants_never_see_each_other(tstack, trt, uid):
         assert [m.content for m in a.messages(f"s-{uid}").messages] == ["我今年15岁，我喜欢化学"]
     audit = [json.loads(line) for line in (tstack.data_dir / "audit.jsonl").read_text().splitlines()]
     assert any(r["action"] == "access.denied" and r["tenant"] == f"school-b-{uid}" for r in audit)
-    assert secret_b not in json.dumps(trt.redis.hgetall(keys.API_KEYS))  # stored hashed
-    assert all(secret_b not in h for h in trt.redis.hkeys(keys.API_KEY_HASHES))
+    assert secret_b not in json.dumps(trt.state.client.hgetall(keys.API_KEYS))  # stored hashed
+    assert all(secret_b not in h for h in trt.state.client.hkeys(keys.API_KEY_HASHES))
 
 
 def test_each_key_has_a_rate_limit(tstack, trt, uid):
@@ -73,8 +72,8 @@ def test_a_revoked_key_stops_working_at_once(tstack, trt, uid):
     c, key_id, _ = client_for(tstack, trt, f"gone-{uid}")
     with c:
         assert c.recall(user_id="u", query="x").events == []
-        assert key_id in {k.key_id for k in list_keys(trt.redis)}
-        revoke_key(trt.redis, key_id)
+        assert key_id in {k.key_id for k in trt.state.api_keys.list_keys()}
+        trt.state.api_keys.revoke_key(key_id)
         with pytest.raises(Exception) as err:
             c.recall(user_id="u", query="x")
         assert err.value.status == 401
@@ -83,10 +82,10 @@ def test_a_revoked_key_stops_working_at_once(tstack, trt, uid):
 @pytest.mark.parametrize("tenant", ["school:a", "学校", "school a", "", "-school", "a" * 129, "a\x1fb", "{a}"])
 def test_a_tenant_name_outside_the_pattern_gets_no_key(trt, tenant):
     """A ':' would let tenant "school:a" with user "u" share keys with tenant "school" with user "a:u"."""
-    before = {k.key_id for k in list_keys(trt.redis)}
+    before = {k.key_id for k in trt.state.api_keys.list_keys()}
     with pytest.raises(InvalidInput, match="a tenant name is 1-128 characters: letters, digits and _ . @ -"):
-        create_key(trt.redis, tenant)
-    assert {k.key_id for k in list_keys(trt.redis)} == before
+        trt.state.api_keys.create_key(tenant)
+    assert {k.key_id for k in trt.state.api_keys.list_keys()} == before
 
 
 def test_tenant_names_like_ids_without_a_colon_get_keys(tstack, trt, uid):
@@ -94,4 +93,4 @@ def test_tenant_names_like_ids_without_a_colon_get_keys(tstack, trt, uid):
         c, key_id, _ = client_for(tstack, trt, tenant)
         with c:
             assert c.recall(user_id="u", query="化学 chemistry").facts == []
-        revoke_key(trt.redis, key_id)
+        trt.state.api_keys.revoke_key(key_id)

@@ -7,9 +7,9 @@ import time
 import numpy as np
 import pytest
 
-from memory import keys
 from memory.embedding import USEEmbedder
 from memory.errors import InvalidInput
+from memory.state import keys
 from memory.tuning import QueryAdapter, TrainingPair, read_pairs, train
 from workers.celery_app import create_celery
 
@@ -61,7 +61,7 @@ def test_published_adapter_goes_live_in_the_running_api(stack, runtime, client, 
     celery = create_celery(stack.settings)
     celery.send_task("memory.train_adapter", kwargs={"pairs_path": str(path), "rank": 4, "epochs": 40})
     deadline = time.monotonic() + 90
-    while not runtime.redis.get(keys.ADAPTER_CURRENT):
+    while not runtime.state.client.get(keys.ADAPTER_CURRENT):
         assert time.monotonic() < deadline, "adapter was not published"
         time.sleep(0.5)
     try:  # same query, same events, new query vector: no restart needed (the API re-reads every 2 s)
@@ -70,4 +70,4 @@ def test_published_adapter_goes_live_in_the_running_api(stack, runtime, client, 
             assert time.monotonic() < deadline, "the API still answers with the bare embedder"
             time.sleep(0.2)
     finally:
-        runtime.redis.delete(keys.ADAPTER_CURRENT)  # other tests use the bare embedder
+        runtime.state.client.delete(keys.ADAPTER_CURRENT)  # other tests use the bare embedder

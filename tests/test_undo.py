@@ -36,8 +36,8 @@ def wait_retracted(client, job_id):
 
 
 def drained(runtime):
-    queued = sum(runtime.redis.llen(q) for q in ("extract", "embed", "graph", "audit", "maintenance"))
-    return queued == 0 and runtime.redis.hlen("unacked") == 0
+    queued = sum(runtime.state.client.llen(q) for q in ("extract", "embed", "graph", "audit", "maintenance"))
+    return queued == 0 and runtime.state.client.hlen("unacked") == 0
 
 
 def recalled(client, uid, query):

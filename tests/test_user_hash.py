@@ -9,11 +9,11 @@ from pathlib import Path
 
 import httpx
 
-from memory import keys
 from memory.audit import record
-from memory.policy import Policies
 from memory.runtime import Runtime
 from memory.settings import Settings
+from memory.state import keys
+from memory.state.policy import Policies
 
 
 def plain_sha256(tenant: str, user_id: str) -> str:
@@ -41,8 +41,8 @@ def test_erasure_receipt_audit_records_and_tombstone_carry_one_keyed_hash(stack,
     assert {r["action"] for r in mine} >= {"consent.grant", "user.erase"}
     assert not [r for r in log if r["user"] == plain_sha256("default", user)]
     tombstones = keys.tombstones("default")
-    assert runtime.redis.zscore(tombstones, receipt["user"]) == receipt["erased_at"]
-    assert runtime.redis.zscore(tombstones, plain_sha256("default", user)) is None
+    assert runtime.state.client.zscore(tombstones, receipt["user"]) == receipt["erased_at"]
+    assert runtime.state.client.zscore(tombstones, plain_sha256("default", user)) is None
     assert hashed(runtime, "default", user) == receipt["user"]  # this process derives the API's key
 
 
@@ -66,12 +66,12 @@ def test_without_a_configured_key_the_data_dirs_key_file_keys_the_hash(tmp_path)
 
 def test_a_tombstone_matches_only_under_the_key_that_wrote_it(runtime, tmp_path, uid):
     tenant = f"hash-t{uid}"
-    mine = Policies(runtime.redis, runtime.settings, runtime_with(tmp_path / "a", b"1" * 32).user_hash_key)
-    theirs = Policies(runtime.redis, runtime.settings, runtime_with(tmp_path / "b", b"2" * 32).user_hash_key)
+    mine = Policies(runtime.state.client, runtime.settings, runtime_with(tmp_path / "a", b"1" * 32).user_hash_key)
+    theirs = Policies(runtime.state.client, runtime.settings, runtime_with(tmp_path / "b", b"2" * 32).user_hash_key)
     try:
         mine.tombstone(tenant, "alice", at=1000.0)
         assert mine.erased_after(tenant, "alice", received_at=999.0)
         assert not theirs.erased_after(tenant, "alice", received_at=999.0)
-        assert runtime.redis.zscore(keys.tombstones(tenant), plain_sha256(tenant, "alice")) is None
+        assert runtime.state.client.zscore(keys.tombstones(tenant), plain_sha256(tenant, "alice")) is None
     finally:
-        runtime.redis.delete(keys.tombstones(tenant), keys.erasing(tenant))
+        runtime.state.client.delete(keys.tombstones(tenant), keys.erasing(tenant))

@@ -10,7 +10,8 @@ from enum import StrEnum
 
 import pytest
 
-from memory import beliefs, erasure, feedback, graph, jobs, models, policy, recall, reviews, working
+from memory import beliefs, erasure, feedback, graph, models, recall
+from memory.state import jobs, policy, reviews, working
 from workers import schemas
 from workers.api import ROUTERS
 

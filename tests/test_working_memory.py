@@ -116,12 +116,12 @@ def test_concurrent_writers_never_lose_a_message(client, uid, stack):
 
 
 def test_session_keys_carry_a_ttl(client, uid, runtime):
-    from memory import keys
+    from memory.state import keys
 
     post(client, uid, 1)
     for key in keys.session(runtime.settings.tenant, f"s{uid}").all():
-        if runtime.redis.exists(key):
-            assert 0 < runtime.redis.ttl(key) <= runtime.settings.session_ttl_s
+        if runtime.state.client.exists(key):
+            assert 0 < runtime.state.client.ttl(key) <= runtime.settings.session_ttl_s
 
 
 def test_working_memory_survives_api_and_redis_restarts(client, uid, stack):

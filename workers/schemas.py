@@ -287,7 +287,7 @@ class Policy(Wire):
     child_by: str | None = None
 
     @property
-    def keeps_long_term(self) -> bool:  # as ``memory.policy.Policy`` reads it
+    def keeps_long_term(self) -> bool:  # as ``memory.state.policy.Policy`` reads it
         return self.long_term or not self.consent_required
 
 

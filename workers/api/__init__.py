@@ -40,7 +40,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
     app.router.route_class = StrictJsonRoute  # /metrics too; each router sets its own (deps.resource_router)
     app.state.runtime = rt
     app.state.started = time.time()  # /healthz: a stage that never finished anything is stalled from here
-    install(app, rt.redis)  # JSON logs with request ids, request latency, GET /metrics
+    install(app, rt.state.broker)  # JSON logs with request ids, request latency, GET /metrics
     for router in ROUTERS:
         app.include_router(router)
     return app

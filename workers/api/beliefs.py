@@ -22,7 +22,7 @@ def profile(tenant: Tenant, rt: Rt, user_id: PathId, include_inactive: bool = Fa
 def correct_belief(tenant: Tenant, rt: Rt, user_id: PathId, body: BeliefIn) -> Belief:
     """Set a belief as the user states it (source human): effective at once, audited, and later
     automatic extraction does not override it. Refused (409) for a child, or a user without consent."""
-    reason = rt.policies.get(tenant, user_id).why_no_beliefs()
+    reason = rt.state.policies.get(tenant, user_id).why_no_beliefs()
     if reason:
         raise Conflict(f"no belief can be set for user {user_id!r}: {reason}")
     change = rt.beliefs.correct(tenant, user_id, body.relation, body.object, body.confidence, body.operator_id)

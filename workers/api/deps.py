@@ -9,7 +9,6 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 
 from memory.models import ID_PATTERN, ID_RULE
 from memory.runtime import Runtime
-from memory.tenants import authenticate
 from workers.api.strict_json import StrictJsonRoute
 
 
@@ -27,7 +26,7 @@ def tenant_of(request: Request, rt: Rt) -> str:
         return rt.settings.tenant
     header = request.headers.get("authorization", "")
     secret = header[7:].strip() if header.lower().startswith("bearer ") else request.headers.get("x-api-key")
-    return authenticate(rt.redis, secret).tenant
+    return rt.state.api_keys.authenticate(secret).tenant
 
 
 Tenant = Annotated[str, Depends(tenant_of)]

@@ -8,13 +8,13 @@
 
 from __future__ import annotations
 
-import redis
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memory.errors import MnemeError
+from memory.state.client import RedisFailure
 from workers.api.strict_json import problem
 from workers.schemas import ErrorBody
 
@@ -32,7 +32,7 @@ async def http_error(request: Request, exc: StarletteHTTPException) -> JSONRespo
         "error": codes.get(exc.status_code, "http_error"), "message": str(exc.detail)})
 
 
-async def redis_down(request: Request, exc: redis.RedisError) -> JSONResponse:
+async def redis_down(request: Request, exc: RedisFailure) -> JSONResponse:
     return JSONResponse(status_code=503, content={"error": "backend_unavailable",
                                                   "message": f"working memory unavailable: {exc}"})
 
@@ -45,5 +45,5 @@ async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse
     })
 
 
-HANDLERS = {MnemeError: mneme_error, StarletteHTTPException: http_error, redis.RedisError: redis_down,
+HANDLERS = {MnemeError: mneme_error, StarletteHTTPException: http_error, RedisFailure: redis_down,
             RequestValidationError: invalid}

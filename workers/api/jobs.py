@@ -15,7 +15,7 @@ router = resource_router()
 
 @router.get("/v1/jobs/{job_id}", response_model=JobStatus, tags=["write"])
 def get_job(tenant: Tenant, rt: Rt, job_id: PathId) -> JobStatus:
-    status = rt.jobs.get(job_id)
+    status = rt.state.jobs.get(job_id)
     if status.tenant != tenant:  # job ids are global: another tenant's answers 404, and is audited
         owner = user_hash(rt.user_hash_key, status.tenant, "-")
         rt.audit.write([record(rt.user_hash_key, tenant, "-", "access.denied",

@@ -30,32 +30,32 @@ def post_message(tenant: Tenant, rt: Rt, body: MessageIn, window: bool = False) 
         raise InvalidInput("content is empty after cleaning: send some text")
     job_id = ids.job_id(tenant, body.session_id, body.message_id)
     if body.device_id:
-        rt.devices.bind(tenant, body.device_id, body.user_id)
+        rt.state.devices.bind(tenant, body.device_id, body.user_id)
     # child mode is checked inside the same Redis step; only a child's key is fetched (and its text sealed)
-    accepted = rt.working.append(
+    accepted = rt.state.working.append(
         tenant=tenant, user_id=body.user_id, session_id=body.session_id, message_id=body.message_id,
         role=body.role, content=body.content, client_ts=body.client_ts, job_id=job_id,
-        device_id=body.device_id, child_seal_key=lambda: rt.keys.get(tenant, body.user_id), read_back=window,
+        device_id=body.device_id, child_seal_key=lambda: rt.user_keys.get(tenant, body.user_id), read_back=window,
         task=lambda _: task_message("memory.extract", job_id, {"job_id": job_id}, EXTRACT_QUEUE, request_id.get()),
     )
     return MessageAccepted(
         job_id=job_id, version=accepted.version, session_id=body.session_id, message_id=body.message_id,
         duplicate=accepted.duplicate, in_window=accepted.in_window, client_ts=accepted.message.client_ts,
-        window=(accepted.window or rt.working.read(tenant, body.session_id)) if window else None,
+        window=(accepted.window or rt.state.working.read(tenant, body.session_id)) if window else None,
     )
 
 
 @router.get("/v1/sessions/{session_id}/messages", response_model=SessionView, tags=["working memory"])
 def get_messages(tenant: Tenant, rt: Rt, session_id: PathId, version: int | None = None) -> SessionView:
     """The session's working memory at its head version, or at an older kept version."""
-    return rt.working.read(tenant, session_id, version)
+    return rt.state.working.read(tenant, session_id, version)
 
 
 @router.get("/v1/sessions/{session_id}/messages/{message_id}", response_model=FullMessage,
               tags=["working memory"])
 def get_message(tenant: Tenant, rt: Rt, session_id: PathId, message_id: PathId) -> FullMessage:
     """One message with its full text (a long assistant reply is stored cut in the window)."""
-    record, full = rt.working.get(tenant, session_id, message_id)
+    record, full = rt.state.working.get(tenant, session_id, message_id)
     return FullMessage(**record.model_dump(exclude={"content"}), content=full)
 
 
@@ -70,4 +70,4 @@ def rollback(tenant: Tenant, rt: Rt, session_id: PathId, body: RollbackIn) -> Ro
         kwargs = {"tenant": tenant, "user_id": user_id, "session_id": session_id, "message_ids": message_ids}
         return task_message("memory.retract", str(uuid.uuid4()), kwargs, EXTRACT_QUEUE, request_id.get())
 
-    return rt.working.rollback(tenant, session_id, None if body.undo_last else body.to_version, task=retraction)
+    return rt.state.working.rollback(tenant, session_id, None if body.undo_last else body.to_version, task=retraction)

@@ -10,7 +10,6 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 
-import redis
 from fastapi import FastAPI
 from fastapi.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -18,6 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 import tasks.signals  # noqa: F401 - copies the request id into the tasks a request sends
 from memory import telemetry
 from memory.logs import configure_logging
+from memory.state.broker import Broker
 from workers.celery_app import QUEUES
 from workers.logs import RequestIdMiddleware
 
@@ -61,31 +61,31 @@ class LatencyMiddleware:
                            "duration_ms": round(elapsed * 1000, 2)})
 
 
-def install(app: FastAPI, redis_client: redis.Redis | None = None, queues: Sequence[str] = QUEUES,
+def install(app: FastAPI, broker: Broker | None = None, queues: Sequence[str] = QUEUES,
             service: str | None = "api") -> None:
     """Add request ids, request latency and ``GET /metrics`` to ``app``; with ``service`` (default "api")
     also switch this process's logs to JSON lines. Call it before the app serves its first request.
 
-    ``redis_client`` is where queue depths are read (the broker's Redis); by default the process
-    runtime's, looked up at the first scrape."""
+    ``broker`` is where queue depths are read; by default the process runtime's, looked up at the first
+    scrape."""
     if service:
         configure_logging(service)
-    client: list[redis.Redis] = [redis_client] if redis_client is not None else []
+    found: list[Broker] = [broker] if broker is not None else []
 
-    def broker() -> redis.Redis:
-        if not client:
+    def the_broker() -> Broker:
+        if not found:
             from memory.runtime import get_runtime
 
-            client.append(get_runtime().redis)
-        return client[0]
+            found.append(get_runtime().state.broker)
+        return found[0]
 
     app.add_middleware(LatencyMiddleware)
     app.add_middleware(RequestIdMiddleware)  # added last: outermost, so the access line has the id
-    app.add_api_route("/metrics", _metrics_endpoint(broker, tuple(queues)), methods=["GET"],
+    app.add_api_route("/metrics", _metrics_endpoint(the_broker, tuple(queues)), methods=["GET"],
                       include_in_schema=False)
 
 
-def _metrics_endpoint(broker: Callable[[], redis.Redis], queues: tuple[str, ...]) -> Callable[[], Response]:
+def _metrics_endpoint(broker: Callable[[], Broker], queues: tuple[str, ...]) -> Callable[[], Response]:
     def metrics() -> Response:
         """Prometheus text format: every process's metrics plus live queue depths."""
         body, content_type = telemetry.render_metrics(broker(), queues)

@@ -20,14 +20,14 @@ router = resource_router()
 
 @router.get("/v1/users/{user_id}/consent", response_model=Policy, tags=["privacy"])
 def get_consent(tenant: Tenant, rt: Rt, user_id: PathId) -> Policy:
-    return rt.policies.get(tenant, user_id)
+    return rt.state.policies.get(tenant, user_id)
 
 
 @router.put("/v1/users/{user_id}/consent", response_model=Policy, tags=["privacy"])
 def put_consent(tenant: Tenant, rt: Rt, user_id: PathId, body: ConsentIn) -> Policy:
     """Opt in to (or out of) long-term memory. Until the user opts in only working memory is kept;
     opting out stops new long-term writes and hides long-term memory from recall. Audited."""
-    policy = rt.policies.set_consent(tenant, user_id, body.long_term, body.operator_id)
+    policy = rt.state.policies.set_consent(tenant, user_id, body.long_term, body.operator_id)
     action = "consent.grant" if body.long_term else "consent.revoke"
     hashed = user_hash(rt.user_hash_key, tenant, user_id)
     rt.audit.write([record(rt.user_hash_key, tenant, user_id, action, f"{action}:{hashed}:{time.time()}",
@@ -41,7 +41,7 @@ def put_child(tenant: Tenant, rt: Rt, user_id: PathId, body: ChildIn) -> Policy:
     encrypted at rest. Also switched on when a user declares an age under 13. Switching it on brings what
     is already held under these rules at once (``memory.childmode``): messages sealed, events made type
     only, beliefs and reviews removed."""
-    policy = rt.policies.set_child(tenant, user_id, body.child, body.operator_id)
+    policy = rt.state.policies.set_child(tenant, user_id, body.child, body.operator_id)
     hashed = user_hash(rt.user_hash_key, tenant, user_id)
     rt.audit.write([record(rt.user_hash_key, tenant, user_id, "child_mode.set", f"child:{hashed}:{time.time()}",
                            body.operator_id, "human", child=body.child)])

@@ -1,12 +1,12 @@
 """``mneme``: the operator's command line (``python -m workers.cli`` works too).
 
     mneme status                               backends, queue depths, pending jobs, dead letters, workers
-    mneme dead list|show|replay|drop           the dead-letter queue (``memory.deadletters``)
+    mneme dead list|show|replay|drop           the dead-letter queue (``memory.state.deadletters``)
     mneme erase USER_ID --yes                  erase a user everywhere and print the receipt
     mneme audit verify [PATH]                  check the audit file's hash chain (exit 0 intact, 1 not)
     mneme run decay|archive|noise|compact|sweep|redrive   run a maintenance job here and now
     mneme export USER_ID [--out FILE]          everything kept about one user, decrypted (GDPR access)
-    mneme keys create|list|revoke              API keys (``memory.tenants``)
+    mneme keys create|list|revoke              API keys (``memory.state.tenants``)
 
 Settings come from the environment (``MNEME_*``) on every invocation — never from a cached object — and
 ``--data-dir`` overrides ``MNEME_DATA_DIR``. Without ``MNEME_REDIS_URL`` the stack running from the data dir

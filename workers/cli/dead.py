@@ -1,4 +1,4 @@
-"""``mneme dead list|show|replay|drop``: the dead-letter queue (``memory.deadletters``)."""
+"""``mneme dead list|show|replay|drop``: the dead-letter queue (``memory.state.deadletters``)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from memory import deadletters
 from memory.errors import InvalidInput, NotFound
+from memory.state.deadletters import DeadLetter, DeadLetters
 from workers.cli.ops import FAILED, USAGE, Ops, handled, utc_time
 
 app = typer.Typer(help="Tasks that failed for good, kept with their payload and error.", no_args_is_help=True)
@@ -21,13 +21,13 @@ def dead_list(ctx: typer.Context, limit: Annotated[int, typer.Option(min=1)] = 2
               as_json: Annotated[bool, typer.Option("--json", help="One JSON entry per line.")] = False) -> None:
     """Dead letters, newest first."""
     ops: Ops = ctx.obj
-    letters = deadletters.list(ops.runtime.redis, limit, offset)
+    letters = ops.runtime.state.dead_letters.list(limit, offset)
     if as_json:
         for letter in letters:
             typer.echo(letter.model_dump_json())
         return
     table = Table(title=f"dead letters {offset + 1 if letters else 0}–{offset + len(letters)} "
-                        f"of {deadletters.count(ops.runtime.redis)}",
+                        f"of {ops.runtime.state.dead_letters.size()}",
                   caption="`mneme dead show ID`: payload, whole error, traceback")
     table.add_column("id", no_wrap=True, min_width=36)  # what `dead show|replay|drop` take: never cut
     table.add_column("task", no_wrap=True, min_width=14)
@@ -45,7 +45,7 @@ def dead_list(ctx: typer.Context, limit: Annotated[int, typer.Option(min=1)] = 2
 def dead_show(ctx: typer.Context, letter_id: Annotated[str, typer.Argument(metavar="ID")]) -> None:
     """One dead letter as JSON: payload, error, traceback."""
     ops: Ops = ctx.obj
-    ops.json(deadletters.get(ops.runtime.redis, letter_id).model_dump(mode="json"))
+    ops.json(ops.runtime.state.dead_letters.get(letter_id).model_dump(mode="json"))
 
 
 @app.command("replay")
@@ -54,22 +54,22 @@ def dead_replay(ctx: typer.Context, letter_id: Annotated[str | None, typer.Argum
                 replay_all: Annotated[bool, typer.Option("--all", help="Replay every dead letter.")] = False) -> None:
     """Send a dead letter's task again (with its stored arguments); it leaves the list once sent."""
     ops: Ops = ctx.obj
-    redis = ops.runtime.redis
+    letters = ops.runtime.state.dead_letters
     if (letter_id is None) == (not replay_all):
         ops.err.print("give one dead letter ID or --all")
         raise typer.Exit(USAGE)
     if letter_id is not None:
-        letter = deadletters.replay(redis, letter_id, ops.send)
+        letter = letters.replay(letter_id, ops.send)
         ops.out.print(f"replayed {letter.id} ({letter.task}); a new failure lands in the list again")
         return
-    ids = [d.id for d in _all_letters(redis)][::-1]  # oldest first
+    ids = [d.id for d in _all_letters(letters)][::-1]  # oldest first
     replayed = gone = 0
     skipped: list[str] = []
     with ops.progress() as progress:
         bar = progress.add_task("replaying", total=len(ids))
         for one in ids:
             try:
-                deadletters.replay(redis, one, ops.send)
+                letters.replay(one, ops.send)
                 replayed += 1
             except NotFound:  # replayed or dropped by someone else meanwhile
                 gone += 1
@@ -82,9 +82,9 @@ def dead_replay(ctx: typer.Context, letter_id: Annotated[str | None, typer.Argum
         raise typer.Exit(FAILED)
 
 
-def _all_letters(redis, page: int = 1000) -> list[deadletters.DeadLetter]:
-    out: list[deadletters.DeadLetter] = []
-    while batch := deadletters.list(redis, page, len(out)):
+def _all_letters(letters: DeadLetters, page: int = 1000) -> list[DeadLetter]:
+    out: list[DeadLetter] = []
+    while batch := letters.list(page, len(out)):
         out += batch
     return out
 
@@ -94,6 +94,6 @@ def _all_letters(redis, page: int = 1000) -> list[deadletters.DeadLetter]:
 def dead_drop(ctx: typer.Context, letter_id: Annotated[str, typer.Argument(metavar="ID")]) -> None:
     """Delete a dead letter without replaying it."""
     ops: Ops = ctx.obj
-    if not deadletters.remove(ops.runtime.redis, letter_id):
+    if not ops.runtime.state.dead_letters.remove(letter_id):
         raise NotFound(f"no dead letter {letter_id!r}")
     ops.out.print(f"dropped {letter_id}")

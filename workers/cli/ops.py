@@ -69,8 +69,8 @@ class Ops:
     def close(self) -> None:
         if self._celery is not None:
             self._celery.close()
-        if self._runtime is not None and "redis" in self._runtime.__dict__:
-            self._runtime.redis.close()
+        if self._runtime is not None:
+            self._runtime.close()
 
 
 def find_settings(data_dir: Path | None = None) -> tuple[Settings, str]:

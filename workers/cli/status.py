@@ -5,7 +5,6 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from memory import keys
 from workers.celery_app import QUEUES
 from workers.cli.ops import FAILED, Ops, handled
 
@@ -23,13 +22,8 @@ def status(ctx: typer.Context) -> None:
     ops.out.print(backends)
 
     if health["redis"] == "ok":
-        pipe = rt.redis.pipeline()
-        for queue in QUEUES:
-            pipe.llen(queue)
-        pipe.hlen("unacked")  # kombu's Redis transport keeps late-ack messages in flight here
-        pipe.zcard(keys.PENDING)
-        pipe.llen(keys.DEAD_LETTERS)
-        *depths, in_flight, pending, dead = pipe.execute()
+        depths = rt.state.broker.depths(QUEUES)
+        in_flight, pending, dead = rt.state.broker.in_flight(), rt.state.jobs.pending(), rt.state.dead_letters.size()
         queues = Table("queue", "depth", title="queues")
         for queue, depth in zip(QUEUES, depths, strict=True):
             queues.add_row(queue, str(depth))

@@ -22,11 +22,10 @@ from typing import TypeVar
 import redis
 from pydantic import BaseModel, Field, ValidationError
 
-from memory import keys
-from memory.errors import InvalidInput, NotFound, TransientError, described
-from memory.lua import script
+from memory.errors import InvalidInput, NotFound, described
 from memory.models import Event, Fact, Message
-from memory.working import REDIS_ERRORS
+from memory.state import keys
+from memory.state.lua import script
 
 
 def _step(entry: str) -> str:
@@ -103,7 +102,7 @@ class Jobs:
         self._accept = client.register_script(_ACCEPT)
 
     def get(self, job_id: str) -> JobStatus:
-        fields = self._call(self._redis.hgetall, keys.job(job_id))
+        fields = self._redis.hgetall(keys.job(job_id))
         if "who" not in fields:
             raise NotFound(f"no job {job_id!r} (unknown, or older than the job TTL)")
         tenant, user_id, session_id, message_id = json.loads(fields["who"])
@@ -127,7 +126,7 @@ class Jobs:
 
     def owner(self, job_id: str) -> tuple[str, str] | None:
         """(tenant, user id) of a job whose record is still kept."""
-        who = self._call(self._redis.hget, keys.job(job_id), "who")
+        who = self._redis.hget(keys.job(job_id), "who")
         return tuple(json.loads(who)[:2]) if who else None  # type: ignore[return-value]
 
     def accept(self, job_id: str, who: tuple[str, str, str, str], payload: str, job_ttl_s: int) -> None:
@@ -135,14 +134,14 @@ class Jobs:
         elsewhere (a test planting a job for a task it sends straight to the broker)."""
         fields = {"job_id": job_id, "who": json.dumps(list(who), ensure_ascii=False), "payload": payload,
                   "job_ttl": job_ttl_s, "now": repr(round(time.time(), 3))}
-        self._call(self._accept, keys=[keys.job(job_id), keys.PENDING], args=[json.dumps(fields, ensure_ascii=False)])
+        self._accept(keys=[keys.job(job_id), keys.PENDING], args=[json.dumps(fields, ensure_ascii=False)])
 
     def extracted(self, job_id: str, branches: list[str], event_ids: list[str], work: JobWork) -> None:
         """Record extraction's result once (a redelivered extraction keeps the first); a job with no branch
         left is done."""
         args = [len(branches), json.dumps(event_ids), time.time(), job_id, self._done_ttl_s,
                 work.model_dump_json(exclude_defaults=True)]
-        self._call(self._start, keys=[keys.job(job_id), keys.PENDING], args=args)
+        self._start(keys=[keys.job(job_id), keys.PENDING], args=args)
 
     def note(self, job_id: str, **info: int | str) -> None:
         """Facts about how the job went (batch size, merges, LLM outcome), shown by ``get``."""
@@ -151,23 +150,23 @@ class Jobs:
     def _set(self, job_id: str, fields: dict) -> None:
         """Update a job that still exists (an erased user's jobs are gone and stay gone)."""
         args = [str(x) for kv in fields.items() for x in kv]
-        self._call(self._update, keys=[keys.job(job_id)], args=args)
+        self._update(keys=[keys.job(job_id)], args=args)
 
     def complete(self, job_id: str, stage: str) -> None:
         """Mark one branch done, once, however often it is redelivered."""
-        self._call(self._complete, keys=[keys.job(job_id), keys.PENDING],
+        self._complete(keys=[keys.job(job_id), keys.PENDING],
                    args=[stage, time.time(), job_id, self._done_ttl_s])
 
     def finish(self, job_id: str, state: str, note: str) -> None:
         """End a job on purpose (consent off, user erased, its message retracted by a rollback): it is not
         re-sent, and its text is dropped. Ending it again in the same state changes nothing."""
-        self._call(self._finish, keys=[keys.job(job_id), keys.PENDING],
+        self._finish(keys=[keys.job(job_id), keys.PENDING],
                    args=[state, note, time.time(), self._done_ttl_s, job_id])
 
     def fail(self, job_id: str, stage: str, error: str) -> None:
         """A permanent failure: the job stops being re-sent and says why."""
         self._set(job_id, {"state": "failed", "error": f"{stage}: {error}"[:2000]})
-        self._call(self._redis.zrem, keys.PENDING, job_id)
+        self._redis.zrem(keys.PENDING, job_id)
 
     def inputs(self, job_ids: Sequence[str]) -> list[JobInput | None]:
         """What each job's tasks work on, in one round trip; None for a job with nothing left to do (done,
@@ -175,28 +174,26 @@ class Jobs:
         pipe = self._redis.pipeline(transaction=False)
         for job_id in job_ids:
             pipe.hmget(keys.job(job_id), "payload", "work")
-        rows = self._call(pipe.execute)
+        rows = pipe.execute()
         return [JobInput(job_id, payload, work) if payload is not None else None
                 for job_id, (payload, work) in zip(job_ids, rows, strict=True)]
 
     def input(self, job_id: str) -> JobInput | None:
         return self.inputs([job_id])[0]
 
+    def pending(self) -> int:
+        """Jobs accepted and not yet done."""
+        return int(self._redis.zcard(keys.PENDING))
+
     def stale(self, older_than_s: float, limit: int) -> list[str]:
         """Jobs accepted more than ``older_than_s`` ago and still not done, oldest first."""
         cutoff = time.time() - older_than_s
-        ids = self._call(self._redis.zrangebyscore, keys.PENDING, "-inf", cutoff, start=0, num=limit)
+        ids = self._redis.zrangebyscore(keys.PENDING, "-inf", cutoff, start=0, num=limit)
         out = []
         for job_id, found in zip(ids, self.inputs(ids), strict=True):
             if found is None:  # the job finished meanwhile, or its record expired: nothing to re-send
-                self._call(self._redis.zrem, keys.PENDING, job_id)
+                self._redis.zrem(keys.PENDING, job_id)
                 continue
             out.append(job_id)
         return out
 
-    @staticmethod
-    def _call(fn, *args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except REDIS_ERRORS as exc:
-            raise TransientError(f"job store unavailable: {exc}") from exc

@@ -1,6 +1,7 @@
 """Mneme's Lua, as files, each Redis step one script: the job record (``jobs.lua``, the one place that writes
-it), product counters (``counters.lua``) and working memory (``sessions.lua``, whose accept step calls the
-other two). A script is the files whose functions it needs, then its entry."""
+it), product counters (``counters.lua``), working memory (``sessions.lua``, whose accept step calls the
+other two) and dead letters (``deadletters.lua``). A script is the files whose functions it needs, then its
+entry."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 -- The job record (mneme:job:{id}), written here only: by the accept step (sessions.lua), by the stages
--- (memory/jobs.py) and by child mode's sealing (sessions.lua 'seal'). A job holds its message
+-- (memory/state/jobs.py) and by child mode's sealing (sessions.lua 'seal'). A job holds its message
 -- ('payload') and, once extracted, its stages' input ('work') until it is finished; then only its status.
 
 -- A finished job: its status without the message or its extraction, rewritten so Redis can store it

@@ -12,9 +12,8 @@ import time
 import redis
 from pydantic import BaseModel
 
-from memory import keys
-from memory.errors import Conflict, NotFound, TransientError
-from memory.working import REDIS_ERRORS
+from memory.errors import Conflict, NotFound
+from memory.state import keys
 
 RESOLVED_TTL_S = 90 * 86400
 
@@ -50,11 +49,8 @@ class Reviews:
         digest = hashlib.sha256("\x1f".join([tenant, user_id, evidence_id, *rel_ids]).encode())
         review = Review(review_id="rv_" + digest.hexdigest()[:20], tenant=tenant, user_id=user_id, kind=kind,
                         claims=claims, evidence_id=evidence_id, created_at=time.time())
-        try:
-            if self._redis.hsetnx(keys.review(tenant, review.review_id), "json", review.model_dump_json()):
-                self._redis.zadd(keys.reviews(tenant, user_id), {review.review_id: review.created_at})
-        except REDIS_ERRORS as exc:
-            raise TransientError(f"review queue unavailable: {exc}") from exc
+        if self._redis.hsetnx(keys.review(tenant, review.review_id), "json", review.model_dump_json()):
+            self._redis.zadd(keys.reviews(tenant, user_id), {review.review_id: review.created_at})
         return self.get(tenant, user_id, review.review_id)
 
     def get(self, tenant: str, user_id: str, review_id: str) -> Review:
@@ -64,12 +60,12 @@ class Reviews:
         return review
 
     def list_open(self, tenant: str, user_id: str) -> list[Review]:
-        ids = self._call(self._redis.zrange, keys.reviews(tenant, user_id), 0, -1)
+        ids = self._redis.zrange(keys.reviews(tenant, user_id), 0, -1)
         found = [self._load(tenant, review_id) for review_id in ids]
         return [r for r in found if r is not None and r.status == "open"]
 
     def _load(self, tenant: str, review_id: str) -> Review | None:
-        raw = self._call(self._redis.hget, keys.review(tenant, review_id), "json")
+        raw = self._redis.hget(keys.review(tenant, review_id), "json")
         return Review.model_validate_json(raw) if raw else None
 
     def close(self, review: Review, kept: list[str], operator_id: str) -> Review:
@@ -79,11 +75,20 @@ class Reviews:
         pipe = self._redis.pipeline()
         pipe.hset(keys.review(review.tenant, review.review_id), "json", done.model_dump_json())
         pipe.expire(keys.review(review.tenant, review.review_id), RESOLVED_TTL_S)
-        self._call(pipe.execute)
+        pipe.execute()
         return done
 
-    def _call(self, fn, *args):
-        try:
-            return fn(*args)
-        except REDIS_ERRORS as exc:
-            raise TransientError(f"review queue unavailable: {exc}") from exc
+    # --- the user-data protocol (``memory.userdata``): reviews hold the claims' text ---
+    name = "reviews"
+
+    def count(self, tenant: str, user_id: str) -> int:
+        return int(self._redis.zcard(keys.reviews(tenant, user_id)))
+
+    def export(self, tenant: str, user_id: str) -> list[dict]:
+        found = [self._load(tenant, r) for r in self._redis.zrange(keys.reviews(tenant, user_id), 0, -1)]
+        return [r.model_dump(mode="json") for r in found if r is not None]  # None: resolved long ago, expired
+
+    def erase(self, tenant: str, user_id: str) -> dict[str, int]:
+        review_ids = self._redis.zrange(keys.reviews(tenant, user_id), 0, -1)
+        self._redis.delete(*(keys.review(tenant, r) for r in review_ids), keys.reviews(tenant, user_id))
+        return {self.name: len(review_ids)}

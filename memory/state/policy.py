@@ -14,11 +14,9 @@ import time
 import redis
 from pydantic import BaseModel
 
-from memory import keys
-from memory.errors import TransientError
 from memory.settings import Settings
+from memory.state import keys
 from memory.userhash import user_hash
-from memory.working import REDIS_ERRORS
 
 CHILD_AGE = 13
 
@@ -52,7 +50,7 @@ class Policies:
         self._hash_key = user_hash_key
 
     def get(self, tenant: str, user_id: str) -> Policy:
-        fields = self._call(self._redis.hgetall, keys.user(tenant, user_id))
+        fields = self._redis.hgetall(keys.user(tenant, user_id))
         return Policy(
             user_id=user_id, consent_required=self._settings.consent_required,
             long_term=fields.get("long_term") == "1",
@@ -61,27 +59,51 @@ class Policies:
         )
 
     def set_consent(self, tenant: str, user_id: str, granted: bool, operator_id: str) -> Policy:
-        self._call(self._redis.hset, keys.user(tenant, user_id), mapping={
+        self._redis.hset(keys.user(tenant, user_id), mapping={
             "long_term": int(granted), "consent_at": time.time(), "consent_by": operator_id})
         return self.get(tenant, user_id)
 
     def set_child(self, tenant: str, user_id: str, child: bool, by: str) -> Policy:
-        self._call(self._redis.hset, keys.user(tenant, user_id), mapping={"child": int(child), "child_by": by})
+        self._redis.hset(keys.user(tenant, user_id), mapping={"child": int(child), "child_by": by})
         return self.get(tenant, user_id)
 
     def tombstone(self, tenant: str, user_id: str, at: float) -> None:
         pipe = self._redis.pipeline()
         pipe.zadd(keys.tombstones(tenant), {user_hash(self._hash_key, tenant, user_id): at})
         pipe.zadd(keys.erasing(tenant), {user_id: at}, nx=True)
-        self._call(pipe.execute)
+        pipe.execute()
 
     def erased_after(self, tenant: str, user_id: str, received_at: float) -> bool:
         """True when the user was erased after this message arrived: its work must be dropped."""
-        at = self._call(self._redis.zscore, keys.tombstones(tenant), user_hash(self._hash_key, tenant, user_id))
+        at = self._redis.zscore(keys.tombstones(tenant), user_hash(self._hash_key, tenant, user_id))
         return at is not None and received_at <= at
 
-    def _call(self, fn, *args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except REDIS_ERRORS as exc:
-            raise TransientError(f"policy store unavailable: {exc}") from exc
+    # --- the user-data protocol (``memory.userdata``) ---
+    name = "policy"
+
+    def count(self, tenant: str, user_id: str) -> int:
+        return int(self._redis.exists(keys.user(tenant, user_id)))
+
+    def export(self, tenant: str, user_id: str) -> dict:
+        return self.get(tenant, user_id).model_dump(mode="json")
+
+    def erase(self, tenant: str, user_id: str) -> dict[str, int]:
+        return {self.name: int(self._redis.delete(keys.user(tenant, user_id)))}
+
+    def erasing(self, tenant: str, limit: int, batch_size: int) -> list[tuple[str, float]]:
+        """Users whose erasure is younger than the SLA's verification: (raw user id, erased at)."""
+        return [u for start in range(0, limit, batch_size)
+                for u in self._redis.zrange(keys.erasing(tenant), start, min(limit, start + batch_size) - 1,
+                                            withscores=True)]
+
+    def verified(self, tenant: str, user_id: str) -> None:
+        """The erasure was verified after the SLA: the raw id leaves the sweeper's list."""
+        self._redis.zrem(keys.erasing(tenant), user_id)
+
+    def forget_tombstones(self, tenant: str, older_than: float) -> None:
+        """No queued write can be older than the job TTL: older tombstones have done their job."""
+        self._redis.zremrangebyscore(keys.tombstones(tenant), "-inf", older_than)
+
+    def tenants_erasing(self) -> list[str]:
+        prefix = keys.erasing("")
+        return sorted(k[len(prefix):] for k in self._redis.scan_iter(match=prefix + "*", count=500))

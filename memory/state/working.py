@@ -15,17 +15,17 @@ from collections.abc import Callable, Sequence
 import redis
 from pydantic import AliasChoices, BaseModel, Field, TypeAdapter
 
-from memory import ids, keys, telemetry
+from memory import ids, telemetry
 from memory.crypto import SEALED_TEXT, open_text, seal_text
-from memory.errors import Conflict, NotFound, TransientError
-from memory.lua import script
+from memory.errors import Conflict, NotFound
 from memory.models import Message, Role
 from memory.settings import Settings
+from memory.state import keys
+from memory.state.lua import script
 from memory.text import clean, sha256, truncate_reply
 
 _LUA = script("jobs.lua", "counters.lua", "sessions.lua")
 DIGEST_CHARS = 32  # of the content's sha256 hex, kept per message id to tell a retry from a reused id
-REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
 
 
 def _short(name: str, key: str):  # a required field, also read from its short key in stored records
@@ -97,12 +97,9 @@ class WorkingMemory:
         job_key = keys.job(job_id) if job_id else keys.job("-")
         sessions = keys.user_sessions(tenant, user_id) if user_id else keys.user_sessions(tenant, "-")
         policy = keys.user(tenant, user_id) if user_id else keys.user(tenant, "-")
-        try:
-            with telemetry.observe_working(str(args[0])):  # args[0] is the op: append, read, rollback, get
-                return self._script(keys=[*k.all(), job_key, keys.PENDING, sessions, keys.metrics(tenant), policy,
-                                          queue or keys.job("-"), *job_keys], args=args)
-        except REDIS_ERRORS as exc:
-            raise TransientError(f"working memory unavailable: {exc}") from exc
+        with telemetry.observe_working(str(args[0])):  # args[0] is the op: append, read, rollback, get
+            return self._script(keys=[*k.all(), job_key, keys.PENDING, sessions, keys.metrics(tenant), policy,
+                                      queue or keys.job("-"), *job_keys], args=args)
 
     def append(
         self,
@@ -241,10 +238,7 @@ class WorkingMemory:
         set: from then on ``append`` seals by itself, so each session needs one read step ('held') and one
         compare-and-set step ('seal'), and nothing appended or rolled back in between is lost or brought
         back. Returns how many sessions, records, full texts and job payloads were sealed."""
-        try:
-            sessions = sorted(self._redis.smembers(keys.user_sessions(tenant, user_id)))
-        except REDIS_ERRORS as exc:
-            raise TransientError(f"working memory unavailable: {exc}") from exc
+        sessions = sorted(self._redis.smembers(keys.user_sessions(tenant, user_id)))
         report = {"sessions": 0, "messages": 0, "full_texts": 0, "jobs": 0}
         for session_id in sessions:
             sealed = self._seal_session(tenant, user_id, session_id, key)
@@ -276,10 +270,7 @@ class WorkingMemory:
         pipe = self._redis.pipeline(transaction=False)
         for job_key in job_keys:
             pipe.hget(job_key, "payload")
-        try:
-            payloads = pipe.execute() if job_keys else []
-        except REDIS_ERRORS as exc:
-            raise TransientError(f"working memory unavailable: {exc}") from exc
+        payloads = pipe.execute() if job_keys else []
         queued, swaps = [], []
         for job_key, payload in zip(job_keys, payloads, strict=True):
             message = json.loads(payload) if payload else {}
@@ -319,3 +310,61 @@ class WorkingMemory:
                 f"version {version} of session {session_id!r} is no longer kept "
                 f"(the newest {kept} versions are; head is {reply[1]})"
             )
+
+    # --- the user-data protocol (``memory.userdata``): sessions, their messages, jobs and failure marks ---
+    name = "sessions"
+
+    def owned_sessions(self, tenant: str, user_id: str) -> list[str]:
+        return sorted(s for s in self._redis.smembers(keys.user_sessions(tenant, user_id))
+                      if self._redis.hget(keys.session(tenant, s).meta, "user") in (None, user_id))
+
+    def count(self, tenant: str, user_id: str) -> int:
+        return sum(self._redis.exists(keys.session(tenant, s).meta) for s in self.owned_sessions(tenant, user_id))
+
+    def erase(self, tenant: str, user_id: str) -> dict[str, int]:
+        sessions = self.owned_sessions(tenant, user_id)
+        messages = 0
+        for session_id in sessions:
+            k = keys.session(tenant, session_id)
+            job_ids = [ids.job_id(tenant, session_id, m) for m in self._redis.hkeys(k.ids)]
+            pipe = self._redis.pipeline()
+            for job_id in job_ids:
+                pipe.delete(keys.job(job_id))
+                pipe.zrem(keys.PENDING, job_id)
+            pipe.delete(*k.all(), keys.failed_session(tenant, session_id))
+            pipe.execute()
+            messages += len(job_ids)
+        self._redis.delete(keys.user_sessions(tenant, user_id))
+        return {self.name: len(sessions), "messages": messages, "jobs": messages}
+
+    def export(self, tenant: str, user_id: str) -> list[dict]:
+        """Each session's window at head (cut replies whole), plus messages only older kept versions hold."""
+        sessions = []
+        for session_id in self.owned_sessions(tenant, user_id):
+            try:
+                head = self.read(tenant, session_id)
+            except NotFound:
+                continue
+            seen = {m.message_id for m in head.messages}
+            older = []
+            for version in range(head.head - 1, max(-1, head.head - self._settings.versions_kept), -1):
+                try:
+                    kept = self.read(tenant, session_id, version)
+                except NotFound:
+                    break
+                older += [m for m in kept.messages if m.message_id not in seen]
+                seen |= {m.message_id for m in kept.messages}
+            sessions.append({"session_id": session_id, "version": head.head,
+                             "messages": [self._exported(tenant, m) for m in head.messages],
+                             "rolled_back_messages": [self._exported(tenant, m) for m in older]})
+        return sessions
+
+    def _exported(self, tenant: str, message: StoredMessage) -> dict:
+        record = message.model_dump(mode="json", exclude={"seq"})
+        if message.truncated:
+            try:
+                record["content"] = self.get(tenant, message.session_id, message.message_id)[1]
+                record["truncated"] = False
+            except NotFound:
+                pass
+        return record

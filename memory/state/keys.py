@@ -34,6 +34,7 @@ expects a single Redis (or a primary with replicas), not Redis Cluster.
 | mneme:dead-letters                    | list | failed tasks as JSON, newest first      | none (7)       |
 | mneme:dead-letters:by-id              | hash | task id → its dead-letter entry         | none (7)       |
 | mneme:stages:progress                 | hash | queue → when a task of it last finished | none (2)       |
+| mneme:userkeys:{tenant}               | hash | user → wrapped data key (Redis key store) | none (4)     |
 
 (1) a member leaves when its job is done or failed; the redrive task drops members whose job expired.
 (2) a handful of counters (one field per failure reason), kept for operators and metrics.
@@ -43,8 +44,8 @@ expects a single Redis (or a primary with replicas), not Redis Cluster.
 (5) the erasure sweeper removes a user from ``erasing`` once verified after 24 h, and tombstones once
     older than the job TTL (no queued write can be older than that).
 (7) kept until an operator replays or drops them (``mneme dead replay|drop``); capped at 100,000
-    entries, past which the oldest fall off list and hash together (``memory.deadletters``).
-(8) a record leaves once the audit sink has it (``memory.audit.outbox``); records hold hashed user ids only.
+    entries, past which the oldest fall off list and hash together (``memory.state.deadletters``).
+(8) a record leaves once the audit sink has it (``memory.state.outbox``); records hold hashed user ids only.
 """
 
 from __future__ import annotations
@@ -127,6 +128,11 @@ def feedback_pairs(tenant: str, user_id: str) -> str:
     return f"{PREFIX}:feedback_pairs:{tenant}:{user_id}"
 
 
+def user_keys(tenant: str) -> str:
+    """The Redis key store's hash (``memory.state.user_keys``), when ``MNEME_KEYS_URL`` is a redis:// URL."""
+    return f"{PREFIX}:userkeys:{tenant}"
+
+
 def metrics(tenant: str) -> str:
     return f"{PREFIX}:metrics:{tenant}"
 
@@ -147,7 +153,7 @@ ERASED_BY = {
     "session": "sessions", "user_sessions": "sessions", "job": "sessions", "PENDING": "sessions",
     "failed_session": "sessions", "user": "policy", "review": "reviews", "reviews": "reviews",
     "devices": "devices", "DEAD_LETTERS": "dead_letters", "DEAD_LETTERS_BY_ID": "dead_letters",
-    "feedback_pairs": "feedback_pairs",
+    "feedback_pairs": "feedback_pairs", "user_keys": "keys",
 }
 #: Key families that hold no user data, and why. ``tests/test_userdata.py`` fails when a family above is in
 #: neither table.

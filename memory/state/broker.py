@@ -1,0 +1,77 @@
+"""What the Celery broker (kombu's Redis transport) holds, read for metrics, ``/healthz`` and the redrive.
+
+Each queue is a list, with one more per priority step (``<queue>\\x06\\x16<p>``); messages are protocol-2 JSON
+whose body is ``[args, kwargs, embed]``, base64-encoded unless ``tasks.envelope`` built it. A worker's
+unacknowledged messages (running, prefetched, buffered for a batch, waiting for a retry's countdown) wait in
+the ``unacked`` hash until the ack; kombu puts a dead worker's back on their queue after the visibility
+timeout.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable, Iterator, Sequence
+
+import redis
+
+UNACKED = "unacked"  # kombu's default ``unacked_key``
+PRIORITY_LISTS = ("", "\x06\x163", "\x06\x166", "\x06\x169")  # kombu's ``sep`` and steps; 0 is the bare name
+PAGE = 1000
+
+
+class Broker:
+    def __init__(self, client: redis.Redis) -> None:
+        self._redis = client
+
+    def depths(self, queues: Sequence[str], extra_lists: Sequence[str] = ()) -> list[int]:
+        """Messages waiting in each queue (all its priority lists), then the length of each extra list."""
+        pipe = self._redis.pipeline(transaction=False)
+        for queue in queues:
+            for suffix in PRIORITY_LISTS:
+                pipe.llen(queue + suffix)
+        for name in extra_lists:
+            pipe.llen(name)
+        counts = pipe.execute()
+        step = len(PRIORITY_LISTS)
+        return [sum(counts[i * step:(i + 1) * step]) for i in range(len(queues))] + counts[len(queues) * step:]
+
+    def in_flight(self) -> int:
+        """Messages workers hold unacknowledged."""
+        return int(self._redis.hlen(UNACKED))
+
+    def held_job_ids(self, queues: Iterable[str]) -> set[str]:
+        """Job ids named by a message waiting in one of ``queues`` or held unacknowledged by a worker. Queues
+        are read before ``unacked``: a message moving from one to the other meanwhile is seen in the second."""
+        held = {job_id for raw in self._queued(queues) if (job_id := job_id_of(raw))}
+        for _, value in self._redis.hscan_iter(UNACKED, count=PAGE):
+            try:
+                raw = json.loads(value)[0]
+            except (ValueError, IndexError, TypeError):
+                continue
+            if job_id := job_id_of(raw):
+                held.add(job_id)
+        return held
+
+    def _queued(self, queues: Iterable[str]) -> Iterator[str]:
+        for queue in queues:
+            for suffix in PRIORITY_LISTS:
+                start = 0
+                while page := self._redis.lrange(queue + suffix, start, start + PAGE - 1):
+                    yield from page
+                    start += PAGE
+
+
+def job_id_of(message: str | bytes | dict) -> str | None:
+    """The ``job_id`` keyword argument of a task message, if it has one."""
+    try:
+        if not isinstance(message, dict):
+            message = json.loads(message)
+        body = message["body"]
+        if message.get("properties", {}).get("body_encoding") == "base64":
+            body = base64.b64decode(body)
+        _, kwargs, _ = json.loads(body)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    job_id = kwargs.get("job_id") if isinstance(kwargs, dict) else None
+    return job_id if isinstance(job_id, str) else None
