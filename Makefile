@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run demo test bench bench-recall clean
+.PHONY: install run demo test test-fast test-stack bench bench-recall clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,9 +22,17 @@ run: install
 demo: install
 	$(PY) -m workers.local.demo
 
+# two lanes: fast (no server, under a minute) first, then the tests that need server processes
 test: install
 	$(PY) -m ruff check .
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not stack"
+	$(PY) -m pytest -m stack
+
+test-fast: install
+	$(PY) -m pytest -m "not stack"
+
+test-stack: install
+	$(PY) -m pytest -m stack
 
 clean:
 	rm -rf $(VENV) var

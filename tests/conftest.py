@@ -1,5 +1,10 @@
 """Tests run against real components: an embedded Valkey server, real Celery worker processes and
-the real HTTP API, all started once per test session by the same Stack that `make run` uses."""
+the real HTTP API, all started once per test session by the same Stack that `make run` uses.
+
+Two lanes. A test that needs a server process — through one of the ``SERVERS`` fixtures, directly or via
+another fixture, or marked ``stack`` because it starts one itself — is in the *stack* lane; every other
+test is in the *fast* lane (``pytest -m "not stack"``: seconds, no server). In the fast lane nothing may
+start a server: a test that tries fails, naming the mark it lacks. ``make test`` runs both lanes."""
 
 from __future__ import annotations
 
@@ -8,9 +13,30 @@ import uuid
 import pytest
 
 from memory.runtime import Runtime
+from tests.server_process import ServerProcess
 from tests.stacks import running_stack
 from workers.client import MnemeClient
 from workers.local.stack import Stack
+
+#: The fixtures that start a server process (Valkey alone, a whole stack, a Bolt or an S3 server).
+SERVERS = frozenset({"stack", "valkey_url", "fstack", "pstack", "sstack", "tstack", "llm_stack", "consent_stack",
+                     "graph_stack", "small_layer", "bolt_server", "s3_server"})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "stack: needs server processes (the stack lane)")
+    if config.getoption("markexpr") == "not stack":
+        Stack._spawn = ServerProcess.start = _refuse  # type: ignore[method-assign]
+
+
+def _refuse(*_: object, **__: object) -> None:
+    raise RuntimeError("this test starts a server process: mark it @pytest.mark.stack (or use a SERVERS fixture)")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SERVERS & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.stack)
 
 
 @pytest.fixture(scope="session")

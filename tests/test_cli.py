@@ -113,6 +113,7 @@ def mneme(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
                           text=True, timeout=120, env={**shell, "COLUMNS": "200", **env})
 
 
+@pytest.mark.stack  # starts its own stack
 def test_mneme_finds_the_stack_make_run_started_without_any_variable(tmp_path_factory):
     """`make run` in a project, then `mneme` in the same directory: the embedded Valkey took a fresh port, and
     the CLI finds it (and the settings the stack runs with) through the state file the stack writes."""

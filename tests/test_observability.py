@@ -277,6 +277,7 @@ def test_stack_serves_metrics_of_every_process_and_writes_json_logs_with_ids(sta
     assert all(line["task_id"] for line in json_lines(stack.logs / "worker-embed.log") if line["task_name"])
 
 
+@pytest.mark.stack  # starts its own stack
 def test_flower_lists_the_pipeline_tasks(tmp_path_factory, uid):
     """Workers send task events while Flower asks for them (not always: they cost CPU per task)."""
     with running_stack(tmp_path_factory, "flower", flower=True, MNEME_CONSENT_REQUIRED="false") as stack:

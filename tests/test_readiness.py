@@ -5,6 +5,7 @@ import multiprocessing as mp
 import time
 
 import httpx
+import pytest
 
 from tests.stacks import running_stack
 from workers.client import MnemeClient
@@ -15,6 +16,7 @@ def _spin(stop) -> None:
         sum(i * i for i in range(10_000))
 
 
+@pytest.mark.stack  # starts its own stack
 def test_the_first_recall_after_a_restart_under_load_returns_events(tmp_path_factory, uid):
     with running_stack(tmp_path_factory, "restart", MNEME_CONSENT_REQUIRED="false") as stack:
         user = f"u{uid}"
