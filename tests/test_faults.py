@@ -29,6 +29,7 @@ it runs ``memory.redrive`` as beat would (beat is off here) for what the broker 
 
 from __future__ import annotations
 
+import ast
 import base64
 import json
 import os
@@ -702,13 +703,18 @@ def test_redrive_re_sends_only_the_jobs_the_broker_lost(fstack, rt, celery, uid)
     wait_done(rt, jobs, timeout=90)
     drain(rt)
     assert_exactly_once(rt, stack, [(user, j) for j in jobs])
-    log = log_since(stack, "worker-pipeline", mark)
-    received = Counter(re.findall(r"Task memory\.extract\[([\w-]+)\] received", log))
-    resent = {j: received[j] - 1 for j in jobs if received[j] > 1}
+    def reports() -> list[dict]:  # what each redrive run returned, as its worker logged it
+        said = re.findall(r"Task memory\.redrive\[[\w-]+\] succeeded in [\d.e-]+s: (\{.*?\})\"",
+                          log_since(stack, "worker-pipeline", mark))
+        return [ast.literal_eval(report) for report in said]
+
+    runs = wait_until(lambda: len(r := reports()) == 3 and r, 30, "the three redrive runs' reports")
+    ours = [j for run in runs for j in run["job_ids"] if j in jobs]
     print(f"\nredrive: {len(jobs)} jobs an hour old, {len(jobs) - len(lost)} still queued or held by a worker, "
-          f"{len(lost)} lost by the broker; 3 redrive runs re-sent {sum(resent.values())} extractions "
-          f"(for {sorted(resent.values())} of the lost)")
-    assert set(resent) <= set(lost) and all(n <= 3 for n in resent.values()), f"re-sent beyond the lost: {resent}"
+          f"{len(lost)} lost by the broker; {len(runs)} redrive runs re-sent {[r['resent'] for r in runs]} "
+          f"(stale {[r['stale'] for r in runs]}, in flight {[r['in_flight'] for r in runs]})")
+    assert len(runs) == 3 and set(ours) == set(lost), f"re-sent: {runs}"  # the lost ones, and only those
+    assert len(ours) <= 3 * len(lost), runs
     assert set(lost) <= {j for j in jobs if rt.state.client.hget(keys.job(j), "done:graph")}
 
 
