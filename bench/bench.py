@@ -134,15 +134,15 @@ def bench_working(url: str, redis_pid: int, n: int, sessions: int, clients: int,
         role, text = texts[i % len(texts)]
         session = f"a{i % sessions}"
         accepted = rt.state.working.append(tenant=TENANT, user_id="u", session_id=session, message_id=f"m{i}",
-                                     role=Role(role), content=text, client_ts=base + i * 0.01,
-                                     job_id=ids.job_id(TENANT, session, f"m{i}"), read_back=True)
+                                           role=Role(role), content=text, client_ts=base + i * 0.01,
+                                           job_id=ids.job_id(TENANT, session, f"m{i}"), read_back=True)
         assert accepted.window is not None
 
     def mneme_two_calls(i: int) -> None:  # what an HTTP client does: POST /v1/messages, then GET the window
         role, text = texts[i % len(texts)]
         session = f"b{i % sessions}"
         rt.state.working.append(tenant=TENANT, user_id="u", session_id=session, message_id=f"m{i}", role=Role(role),
-                          content=text, client_ts=base + i * 0.01, job_id=ids.job_id(TENANT, session, f"m{i}"))
+                                content=text, client_ts=base + i * 0.01, job_id=ids.job_id(TENANT, session, f"m{i}"))
         rt.state.working.read(TENANT, session)
 
     ops = {"raw": raw_op, "mneme": mneme_op, "mneme_two_calls": mneme_two_calls}
@@ -193,8 +193,8 @@ def _append_worker(url: str, kind: str, worker: int, start_at: float, seconds: f
         else:
             role, text = texts[i % len(texts)]
             rt.state.working.append(tenant=TENANT, user_id=f"u{worker}", session_id=session, message_id=f"m{i}",
-                              role=Role(role), content=text, client_ts=base + i * 0.01,
-                              job_id=ids.job_id(TENANT, session, f"m{i}"))
+                                    role=Role(role), content=text, client_ts=base + i * 0.01,
+                                    job_id=ids.job_id(TENANT, session, f"m{i}"))
 
     for i in range(100):
         op(-i - 1)
@@ -241,7 +241,7 @@ def bench_memory(url: str, sessions: int, per_session: int) -> dict:
     client = redis.Redis.from_url(url, decode_responses=True)
     rt = Runtime(Settings(_env_file=None, redis_url=url))
     rt.state.working.append(tenant="warm", user_id="w", session_id="w", message_id="w", role=Role.user, content="warm",
-                      client_ts=time.time(), job_id="warm")  # loads the script, creates the pending set
+                            client_ts=time.time(), job_id="warm")  # loads the script, creates the pending set
     client.delete(keys.session("warm", "w").all()[0])
     before = client.info("memory")["used_memory"]
     started, i, now = time.perf_counter(), 0, time.time()
@@ -251,8 +251,8 @@ def bench_memory(url: str, sessions: int, per_session: int) -> dict:
             i += 1
             session = f"s{s:04d}"
             rt.state.working.append(tenant=TENANT, user_id=f"u{s:04d}", session_id=session, message_id=f"m{j}",
-                              role=Role(role), content=text, client_ts=now - 3600 + j,
-                              job_id=ids.job_id(TENANT, session, f"m{j}"))
+                                    role=Role(role), content=text, client_ts=now - 3600 + j,
+                                    job_id=ids.job_id(TENANT, session, f"m{j}"))
     elapsed = time.perf_counter() - started
     pending = client.info("memory")["used_memory"]
     pending_groups = _key_groups(client)
@@ -268,7 +268,7 @@ def bench_memory(url: str, sessions: int, per_session: int) -> dict:
                               role=Role(role), content=clean(text), client_ts=now)
             extraction = extract(message)
             rt.state.jobs.extracted(job_id, ["embed", "graph"], [e.event_id for e in extraction.events],
-                              JobWork(mode="full", events=extraction.events, facts=extraction.facts))
+                                    JobWork(mode="full", events=extraction.events, facts=extraction.facts))
             rt.state.jobs.complete(job_id, "embed")
             rt.state.jobs.complete(job_id, "graph")
     after = client.info("memory")["used_memory"]

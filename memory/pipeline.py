@@ -120,7 +120,7 @@ def declare(rt: Runtime, job_id: str, message: Message, extraction: Extraction,
     facts = anchor_facts(rt, message, extraction.facts)
     branches = ["embed"] + (["graph"] if facts else [])
     rt.state.jobs.extracted(job_id, branches, [e.event_id for e in extraction.events],
-                      JobWork(mode=mode.value, events=extraction.events, facts=facts))
+                            JobWork(mode=mode.value, events=extraction.events, facts=facts))
     return branches
 
 

@@ -25,8 +25,8 @@ class MnemeTask(Task):
         owner = rt.state.jobs.owner(job_id) if job_id else None
         if owner is None and isinstance(kwargs.get("tenant"), str) and isinstance(kwargs.get("user_id"), str):
             owner = (kwargs["tenant"], kwargs["user_id"])  # memory.retract
-        rt.state.dead_letters.push(task_id=task_id, task=self.name,
-                         queue=(self.request.delivery_info or {}).get("routing_key"), args=args, kwargs=kwargs,
-                         error=exc, traceback=str(einfo), retries=self.request.retries, job_id=job_id, owner=owner)
+        rt.state.dead_letters.push(
+            task_id=task_id, task=self.name, queue=(self.request.delivery_info or {}).get("routing_key"), args=args,
+            kwargs=kwargs, error=exc, traceback=str(einfo), retries=self.request.retries, job_id=job_id, owner=owner)
         if job_id:
             rt.state.jobs.fail(job_id, self.stage, f"{type(exc).__name__}: {described(exc)}")

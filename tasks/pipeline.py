@@ -139,8 +139,8 @@ def send_audit(records: list[dict]) -> None:
 def _dead_letter(request, exc: Exception, job_id: str | None, retries: int = 0) -> None:
     rt = get_runtime()
     rt.state.dead_letters.push(task_id=request.id, task="memory.embed", queue="embed",
-                     kwargs={"job_id": job_id} if job_id else {}, error=exc, retries=retries, job_id=job_id,
-                     owner=rt.state.jobs.owner(job_id) if job_id else None)
+                               kwargs={"job_id": job_id} if job_id else {}, error=exc, retries=retries, job_id=job_id,
+                               owner=rt.state.jobs.owner(job_id) if job_id else None)
 
 
 def _retry(request, item: pipeline.EmbedItem, exc: Exception) -> None:

@@ -29,7 +29,7 @@ def write_job(rt: Runtime, job_id: str, user_id: str = "u", session_id: str = "s
     message = Message(tenant=tenant, user_id=user_id, session_id=session_id, message_id=job_id, role="user",
                       content="x", client_ts=1.0)
     rt.state.jobs.accept(job_id, (tenant, user_id, session_id, job_id), payload or message.model_dump_json(),
-                   rt.settings.job_ttl_s)
+                         rt.settings.job_ttl_s)
     if work is not None:
         rt.state.client.hset(keys.job(job_id), "work", work)  # as extraction leaves it, malformed if the test says so
 
@@ -42,7 +42,7 @@ def reopen_job(rt: Runtime, job_id: str) -> Message:
     key = keys.job(job_id)
     rt.state.client.hdel(key, "done:embed", "done:graph", "finished_at")
     rt.state.client.hset(key, mapping={"state": "extracted", "branches": 2, "payload": message.model_dump_json(),
-                                "work": JobWork(mode="full", events=extraction.events,
-                                                facts=extraction.facts).model_dump_json()})
+                                       "work": JobWork(mode="full", events=extraction.events,
+                                                       facts=extraction.facts).model_dump_json()})
     rt.state.client.zadd(keys.PENDING, {job_id: float(rt.state.client.hget(key, "accepted_at"))})
     return message

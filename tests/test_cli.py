@@ -218,10 +218,10 @@ def test_replay_all_completes_a_job_whose_failure_cause_is_gone(runtime, client,
     user, session = f"u{uid}", f"s{uid}"
     job_id = ids.job_id("default", session, "m1")
     runtime.state.working.append(tenant="default", user_id=user, session_id=session, message_id="m1", role=Role.user,
-                           content="我叫小明，我喜欢物理", client_ts=time.time(), job_id=job_id)
-    assert DeadLetters(runtime.state.client).push(task_id=f"gave-up-{uid}", task="memory.extract", queue="extract",
-                            kwargs={"job_id": job_id}, retries=8, job_id=job_id,
-                            error=TransientError("graph store unavailable"))
+                                 content="我叫小明，我喜欢物理", client_ts=time.time(), job_id=job_id)
+    assert runtime.state.dead_letters.push(task_id=f"gave-up-{uid}", task="memory.extract", queue="extract",
+                                           kwargs={"job_id": job_id}, retries=8, job_id=job_id,
+                                           error=TransientError("graph store unavailable"))
     result = cli("dead", "replay", "--all")
     assert result.exit_code == 0, result.output
     assert "replayed" in result.stdout
@@ -341,13 +341,13 @@ def remember_two_users(client, uid, bob_message_id):
 
 def test_export_holds_the_users_data_and_no_one_elses(client, runtime, cli, tmp_path, uid):
     a, b = remember_two_users(client, uid, bob_message_id="b1")
-    DeadLetters(runtime.state.client).push(task_id=f"export-{a}", task="memory.extract", queue="extract",
-                     kwargs={"job_id": f"export-{a}"}, job_id=f"export-{a}", error=ValueError("poison"),
-                     owner=("default", a))
+    letters = DeadLetters(runtime.state.client)
+    letters.push(task_id=f"export-{a}", task="memory.extract", queue="extract", kwargs={"job_id": f"export-{a}"},
+                 job_id=f"export-{a}", error=ValueError("poison"), owner=("default", a))
     legacy = {"tenant": "default", "user_id": b, "session_id": "s", "message_id": "x", "role": "user",
               "content": "a failed message with pineapple42", "client_ts": 1.0}  # kept before tasks carried ids
-    DeadLetters(runtime.state.client).push(task_id=f"export-{b}", task="memory.extract", queue="extract",
-                     kwargs={"job_id": f"export-{b}", "message": legacy}, error=ValueError("poison"))
+    letters.push(task_id=f"export-{b}", task="memory.extract", queue="extract",
+                 kwargs={"job_id": f"export-{b}", "message": legacy}, error=ValueError("poison"))
     out = tmp_path / "export.json"
     result = cli("export", a, "--out", str(out))
     assert result.exit_code == 0, result.output

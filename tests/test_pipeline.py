@@ -111,7 +111,7 @@ def test_an_accepted_message_whose_enqueue_was_lost_is_redriven(uid, runtime, ce
     the beat-run redrive task finds it and the pipeline completes it."""
     job_id = ids.job_id("default", f"s{uid}", "lost")
     runtime.state.working.append(tenant="default", user_id=f"u{uid}", session_id=f"s{uid}", message_id="lost",
-                           role=Role.user, content="我叫小红", client_ts=time.time(), job_id=job_id)
+                                 role=Role.user, content="我叫小红", client_ts=time.time(), job_id=job_id)
     assert client.job(job_id).state == "accepted"
     runtime.state.client.zadd("mneme:pending", {job_id: time.time() - 3600})  # accepted an hour ago
     celery.send_task("memory.redrive", kwargs={"limit": 1000})

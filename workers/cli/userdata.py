@@ -33,7 +33,7 @@ def export(ctx: typer.Context, user_id: str,
 
 
 def export_user(rt: Runtime, tenant: str, user_id: str) -> dict:
-    """One user's data from every store (``memory.userdata.STORES``), each read keyed by (tenant, user)."""
+    """One user's data from every store (``memory.userdata.stores``), each read keyed by (tenant, user)."""
     return {"tenant": tenant, "user_id": user_id, "exported_at": time.time(), **userdata.export(rt, tenant, user_id)}
 
 
