@@ -152,6 +152,7 @@ def test_no_server_errors_and_4xx_carry_the_error_body(case):
             f"reproduce: {case.as_curl_command()}")
 
 
+@pytest.mark.stack  # reads what the fuzz run (a stack test) saw
 def test_enough_cases_ran():
     """Runs after the fuzz test (file order): the fuzzing must not silently shrink to a handful of cases,
     and must have reached the accepted path of ``POST /v1/messages``."""
