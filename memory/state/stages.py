@@ -6,6 +6,7 @@ finishes; ``/healthz`` reports a stage whose queue holds work while nothing of i
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 import redis
 
@@ -29,18 +30,15 @@ class StageProgress:
         self._noted[queue] = now
         self._redis.hset(keys.STAGE_PROGRESS, queue, now)
 
-    def stalled(self, queues: tuple[str, ...], since: float, stall_after_s: float,
+    def stalled(self, depths: Mapping[str, int], since: float, stall_after_s: float,
                 now: float | None = None) -> dict[str, str]:
-        """Stages whose queue holds tasks and that finished none for ``stall_after_s`` (counted from ``since``,
-        the asker's start, when a stage never finished anything): queue → what is wrong."""
+        """Stages whose queue holds tasks (``depths``: queue → messages waiting, ``Broker.depths``) and that
+        finished none for ``stall_after_s`` (counted from ``since``, the asker's start, when a stage never
+        finished anything): queue → what is wrong."""
         now = time.time() if now is None else now
-        pipe = self._redis.pipeline()
-        for queue in queues:
-            pipe.llen(queue)
-        depths = pipe.execute()
         progress = self._redis.hgetall(keys.STAGE_PROGRESS)
         out = {}
-        for queue, depth in zip(queues, depths, strict=True):
+        for queue, depth in depths.items():
             last = max(float(progress.get(queue, 0.0)), since)
             if depth and now - last > stall_after_s:
                 out[queue] = f"stalled: {depth:,} queued, none finished for {now - last:.0f} s"

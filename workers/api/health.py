@@ -19,8 +19,9 @@ def healthz(request: Request, rt: Rt) -> JSONResponse:
     ``degraded`` (503) when a backend is unreachable or a pipeline stage is stalled (``stage:<queue>``:
     its queue holds work and none of it finished for ``stage_stall_after_s``)."""
     started = request.app.state.started  # a stage that never finished anything is stalled counting from here
-    backends = rt.health() | {f"stage:{q}": why for q, why in rt.state.stages.stalled(
-        QUEUES, started, rt.settings.stage_stall_after_s).items()}
+    depths = dict(zip(QUEUES, rt.state.broker.depths(QUEUES), strict=True))
+    stalled = rt.state.stages.stalled(depths, started, rt.settings.stage_stall_after_s)
+    backends = rt.health() | {f"stage:{q}": why for q, why in stalled.items()}
     down = any(v.startswith(("unreachable", "stalled")) for v in backends.values())
     status = "degraded" if down else "loading" if backends["embedder"] == "loading" else "ok"
     return JSONResponse(status_code=200 if status == "ok" else 503,
