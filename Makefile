@@ -22,9 +22,10 @@ run: install
 demo: install
 	$(PY) -m workers.local.demo
 
-# two lanes: fast (no server, under a minute) first, then the tests that need server processes
+# lint and strict types, then two lanes: fast (no server, under a minute), then the tests that need servers
 test: install
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 	$(PY) -m pytest -m "not stack"
 	$(PY) -m pytest -m stack
 

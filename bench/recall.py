@@ -174,9 +174,9 @@ def main() -> None:
                 pairs = train_pairs(users, queries, Path(tmp) / "train.jsonl")
                 create_celery(stack.settings).send_task(
                     "memory.train_adapter", kwargs={"pairs_path": str(Path(tmp) / "train.jsonl")})
-                from memory.runtime import Runtime
+                from memory.mneme import Mneme
 
-                published = Runtime(stack.settings).state.adapter
+                published = Mneme(stack.settings).state.adapter
                 deadline = time.monotonic() + 300
                 while not published.current() and time.monotonic() < deadline:
                     time.sleep(0.5)

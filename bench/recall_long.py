@@ -158,18 +158,18 @@ def mneme_in_process(users: list[dict], queries: list[dict], embedder, data_dir:
     store), then ask ``memory.recall``: no HTTP, no Celery, for fast tuning."""
     from memory.embedding import embed_in_context
     from memory.extraction import extract
+    from memory.mneme import Mneme
     from memory.models import Message, Role
     from memory.pipeline import CONTEXT_MAX_CHARS, EMBED_MAX_CHARS
     from memory.recall import recall
-    from memory.runtime import Runtime
     from workers.local.stack import Stack
 
     stack = Stack(data_dir, beat=False, flower=False, env={"MNEME_REDIS_URL": "", "MNEME_CONSENT_REQUIRED": "false",
                                                            **env})
     stack.start_redis()
     try:
-        rt = Runtime(stack.settings)
-        rt.__dict__["_embedder"] = embedder
+        mneme = Mneme(stack.settings)
+        mneme.__dict__["_embedder"] = embedder
         for user in users:
             msgs = messages(user)
             texts = [html.unescape(clean(m["content"])) for m in msgs]
@@ -177,7 +177,7 @@ def mneme_in_process(users: list[dict], queries: list[dict], embedder, data_dir:
             contexts = [b[:CONTEXT_MAX_CHARS] if i and msgs[i - 1]["session_id"] == m["session_id"] else ""
                         for i, (m, b) in enumerate(zip(msgs, before, strict=True))]
             vectors = embed_in_context(embedder, [t[:EMBED_MAX_CHARS] for t in texts], contexts,
-                                       rt.settings.context_vector_weight)
+                                       mneme.settings.context_vector_weight)
             for start in range(0, len(msgs), 32):
                 batch = list(range(start, min(start + 32, len(msgs))))
                 events, rows, texts = [], [], {}
@@ -190,11 +190,11 @@ def mneme_in_process(users: list[dict], queries: list[dict], embedder, data_dir:
                         events.append(event)
                         rows.append(vectors[i])
                         texts[event.event_id] = message.content
-                rt.episodic.add(events, np.stack(rows), texts)
+                mneme.episodic.add(events, np.stack(rows), texts)
         out = {}
         for q in queries:
             now = NOW - q.get("asked_at_days_ago", 0) * DAY
-            result = recall(rt, "default", q["user_id"], q["query"], k=10, now=now)
+            result = recall(mneme, "default", q["user_id"], q["query"], k=10, now=now)
             ranked: list[str] = []
             for event in result.events:
                 ranked += [m for m in event.message_ids if m not in ranked]

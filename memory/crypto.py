@@ -14,6 +14,7 @@ import hmac
 import os
 import time
 from collections.abc import Sequence
+from typing import Literal, overload
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -100,6 +101,12 @@ class UserKeys:
     def from_settings(cls, settings: Settings) -> UserKeys:
         return cls(open_backend("keys", settings.keys, settings), load_master_key(settings))
 
+    @overload
+    def get(self, tenant: str, user_id: str, create: Literal[True] = True) -> bytes: ...
+
+    @overload
+    def get(self, tenant: str, user_id: str, create: bool) -> bytes | None: ...
+
     def get(self, tenant: str, user_id: str, create: bool = True) -> bytes | None:
         """The user's data key; created on first use when ``create``, else None if there is none."""
         cached = self._cache.get((tenant, user_id))
@@ -110,9 +117,10 @@ class UserKeys:
             wrapped = self._store.put_if_absent(tenant, user_id,
                                                 seal(self._master, AESGCM.generate_key(bit_length=256), context))
         else:
-            wrapped = self._store.get(tenant, user_id)
-            if wrapped is None:
+            stored = self._store.get(tenant, user_id)
+            if stored is None:
                 return None
+            wrapped = stored
         try:
             key = unseal(self._master, wrapped, context)
         except InvalidTag as exc:

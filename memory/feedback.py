@@ -14,16 +14,11 @@ Metrics (aggregate counters, no personal data):
 
 from __future__ import annotations
 
-import time
-
 from pydantic import BaseModel, Field, model_validator
 
-from memory.errors import NotFound
-from memory.graph import COUNTER, Change, Evidence, MergeMode, RelationKey
-from memory.models import FactSource
-from memory.runtime import Runtime
+from memory.mneme import Mneme
 
-USEFUL_FACTOR, NOT_USEFUL_FACTOR, MIN_WEIGHT, MAX_WEIGHT = 1.25, 0.5, 0.1, 3.0
+USEFUL_FACTOR, NOT_USEFUL_FACTOR = 1.25, 0.5  # the weight stays in 0.1–3 (``memory.services.episodic``)
 
 
 class FeedbackIn(BaseModel):
@@ -58,50 +53,37 @@ class Metrics(BaseModel):
     feedback: int
 
 
-def give(rt: Runtime, tenant: str, body: FeedbackIn) -> tuple[FeedbackResult, Change | None]:
-    if body.event_id:
-        found = rt.episodic_store.get(tenant, body.user_id, [body.event_id])
-        if not found:
-            raise NotFound(f"user {body.user_id!r} has no event {body.event_id!r}")
+def give(mneme: Mneme, tenant: str, body: FeedbackIn) -> FeedbackResult:
+    """Feedback on an event moves its weight (episodic); on a belief it is evidence (semantic, audited)."""
+    if body.event_id is not None:
         factor = USEFUL_FACTOR if body.useful else NOT_USEFUL_FACTOR
-        weight = min(MAX_WEIGHT, max(MIN_WEIGHT, found[0].weight * factor))
-        rt.episodic_store.update(tenant, body.user_id, [body.event_id], weight=weight)
-        rt.state.counters.count_feedback(tenant, body.useful)
+        weight = mneme.episodic.reweigh(tenant, body.user_id, body.event_id, factor)
+        mneme.state.counters.count_feedback(tenant, body.useful)
         if body.useful and body.query:
-            rt.state.feedback_pairs.keep(tenant, body.user_id, body.query, body.event_id)
-        return FeedbackResult(target=body.event_id, weight=weight), None
-    belief = next((r for r in rt.graph.relations(tenant, body.user_id) if r.rel_id == body.rel_id), None)
-    if belief is None:
-        raise NotFound(f"user {body.user_id!r} has no active belief {body.rel_id!r}")
-    seq = rt.state.counters.next_feedback_seq(tenant)
-    evidence = Evidence(evidence_id=f"feedback:{body.operator_id}:{seq}",
-                        source=FactSource.human if body.useful else FactSource.counter_evidence,
-                        confidence=belief.confidence, ts=time.time(),
-                        note="feedback: " + ("useful" if body.useful else "not useful"))
-    if body.useful:
-        key = RelationKey(tenant=tenant, user_id=body.user_id, relation=belief.relation,
-                          concept_id=belief.concept_id, object=belief.object)
-        change = rt.graph.merge(key, evidence, MergeMode.human)
-    else:
-        change = rt.graph.scale(belief.rel_id, evidence, COUNTER)
-    rt.state.counters.count_feedback(tenant, body.useful)
-    return FeedbackResult(target=belief.rel_id, confidence=change.after if change else None), change
+            mneme.state.feedback_pairs.keep(tenant, body.user_id, body.query, body.event_id)
+        return FeedbackResult(target=body.event_id, weight=weight)
+    rel_id = body.rel_id or ""  # exactly one target is set (``FeedbackIn``)
+    seq = mneme.state.counters.next_feedback_seq(tenant)
+    change = mneme.semantic.feedback(tenant, body.user_id, rel_id, body.useful,
+                                     evidence_id=f"feedback:{body.operator_id}:{seq}", operator_id=body.operator_id)
+    mneme.state.counters.count_feedback(tenant, body.useful)
+    return FeedbackResult(target=rel_id, confidence=change.after if change else None)
 
 
-def training_pairs(rt: Runtime, tenant: str) -> list[tuple[str, str]]:
+def training_pairs(mneme: Mneme, tenant: str) -> list[tuple[str, str]]:
     """(query, the text of the event that answered it) from useful feedback; erased users' are gone."""
     pairs = []
-    for user_id in rt.state.feedback_pairs.users(tenant):
-        for item in rt.state.feedback_pairs.of_user(tenant, user_id):
-            found = rt.episodic_store.get(tenant, user_id, [item["event_id"]])
-            shown = rt.episodic.reveal(found[0]) if found else None
+    for user_id in mneme.state.feedback_pairs.users(tenant):
+        for item in mneme.state.feedback_pairs.of_user(tenant, user_id):
+            found = mneme.episodic.get(tenant, user_id, [item["event_id"]])
+            shown = mneme.episodic.reveal(found[0]) if found else None
             if shown and shown.text:
                 pairs.append((item["query"], shown.text))
     return pairs
 
 
-def metrics(rt: Runtime, tenant: str) -> Metrics:
-    counters, feedback = rt.state.counters.product(tenant), rt.state.counters.feedback(tenant)
+def metrics(mneme: Mneme, tenant: str) -> Metrics:
+    counters, feedback = mneme.state.counters.product(tenant), mneme.state.counters.feedback(tenant)
     sessions, users = counters.get("sessions", 0), counters.get("users", 0)
     total = feedback.get("total", 0)
     return Metrics(

@@ -179,11 +179,11 @@ class LLMExtractor:
         evidence = next(iter(events.values())).event_id
         facts: dict[tuple[Relation, str], Fact] = {}
         if message.role is Role.user:
-            for item in output.facts:
-                obj = _safe(item.object)
-                facts.setdefault((item.relation, obj.lower()), Fact(
-                    tenant=message.tenant, user_id=message.user_id, relation=item.relation, object=obj,
-                    confidence=item.confidence, source=FactSource.llm, evidence_id=evidence,
+            for found in output.facts:
+                obj = _safe(found.object)
+                facts.setdefault((found.relation, obj.lower()), Fact(
+                    tenant=message.tenant, user_id=message.user_id, relation=found.relation, object=obj,
+                    confidence=found.confidence, source=FactSource.llm, evidence_id=evidence,
                     message_ids=[message.message_id], ts=message.client_ts,
                 ))
         return Extraction(events=list(events.values()), facts=list(facts.values()))

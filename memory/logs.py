@@ -23,6 +23,7 @@ import logging
 import sys
 from contextvars import ContextVar
 from datetime import UTC, datetime
+from typing import TextIO
 
 request_id: ContextVar[str | None] = ContextVar("mneme_request_id", default=None)
 task_id: ContextVar[str | None] = ContextVar("mneme_task_id", default=None)
@@ -60,7 +61,7 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False, default=str)
 
 
-class _JsonHandler(logging.StreamHandler):
+class _JsonHandler(logging.StreamHandler[TextIO]):
     """Marks the handler :func:`configure_logging` installed, so calling it again replaces it."""
 
 

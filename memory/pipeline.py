@@ -15,21 +15,22 @@ import logging
 from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
 
-from memory import anchoring, childmode, feedback, ids, tuning
-from memory.audit import graph_write_record, layer_records
+from memory import anchoring, feedback, ids, tuning
 from memory.crypto import SEALED_TEXT, open_text
 from memory.embedding import embed_in_context
 from memory.episodic import AddReport
 from memory.errors import NotFound
 from memory.extraction import extract
+from memory.mneme import Mneme
 from memory.models import Event, EventType, Extraction, Fact, Message, Relation
-from memory.runtime import Runtime
 from memory.state.jobs import JobInput, JobWork
 from memory.state.policy import CHILD_AGE
+from memory.state.working import StoredMessage
 
 EMBED_MAX_CHARS = 1000
 CONTEXT_MAX_CHARS = 300
@@ -57,39 +58,38 @@ class Mode(StrEnum):
     full = "full"
 
 
-def gate(rt: Runtime, job_id: str, message: Message) -> tuple[Mode, Message]:
+def gate(mneme: Mneme, job_id: str, message: Message) -> tuple[Mode, Message]:
     """What long-term memory may keep of this message, and the message with its text opened."""
-    if rt.state.policies.erased_after(message.tenant, message.user_id, message.received_at):
-        rt.state.jobs.finish(job_id, "dropped", "the user was erased after this message arrived")
+    if mneme.state.policies.erased_after(message.tenant, message.user_id, message.received_at):
+        mneme.state.jobs.finish(job_id, "dropped", "the user was erased after this message arrived")
         return Mode.drop, message
-    if rt.state.working.retracted(message.tenant, message.session_id, message.message_id):
-        rt.state.jobs.finish(job_id, "retracted", RETRACTED_NOTE)
+    if mneme.working.retracted(message.tenant, message.session_id, message.message_id):
+        mneme.state.jobs.finish(job_id, "retracted", RETRACTED_NOTE)
         return Mode.drop, message
-    policy = rt.state.policies.get(message.tenant, message.user_id)
+    policy = mneme.state.policies.get(message.tenant, message.user_id)
     if not policy.keeps_long_term:
-        rt.state.jobs.finish(job_id, "done", "long-term memory is off until the user consents: working memory only")
+        mneme.state.jobs.finish(job_id, "done", "long-term memory is off until the user consents: working memory only")
         return Mode.working_only, message
-    return (Mode.child if policy.child else Mode.full), opened(rt, message)
+    return (Mode.child if policy.child else Mode.full), opened(mneme, message)
 
 
-def opened(rt: Runtime, message: Message) -> Message:
+def opened(mneme: Mneme, message: Message) -> Message:
     """The message with its text unsealed (a child's is sealed at rest); empty once the user's key is gone."""
     if not message.content.startswith(SEALED_TEXT):
         return message
-    key = rt.user_keys.get(message.tenant, message.user_id, create=False)
+    key = mneme.user_keys.get(message.tenant, message.user_id, create=False)
     text = open_text(key, message.content, f"{message.session_id}\x1f{message.message_id}")
     return message.model_copy(update={"content": text or ""})
 
 
-def rule_stage(rt: Runtime, mode: Mode, message: Message) -> tuple[Mode, Extraction]:
+def rule_stage(mneme: Mneme, mode: Mode, message: Message) -> tuple[Mode, Extraction]:
     extraction = extract(message)
     if any(e.event_type is EventType.operation_failure for e in extraction.events):
-        rt.state.counters.note_failed_session(message.tenant, message.session_id)
+        mneme.state.counters.note_failed_session(message.tenant, message.session_id)
     if mode is Mode.full and any(f.relation is Relation.age and f.object.isdigit() and int(f.object) < CHILD_AGE
                                  for f in extraction.facts):
         declared = f"declared in {message.message_id}"
-        rt.state.policies.set_child(message.tenant, message.user_id, True, by=declared)
-        childmode.bring_under_child_rules(rt, message.tenant, message.user_id, declared, source="pipeline")
+        mneme.privacy.set_child(message.tenant, message.user_id, True, declared, source="pipeline")
         mode = Mode.child
     if mode is Mode.child:  # type only: no content, no keywords, no index tokens, no graph writes
         extraction = Extraction(events=type_only(extraction.events), facts=[])
@@ -100,38 +100,39 @@ def type_only(events: Sequence[Event]) -> list[Event]:
     return [e.model_copy(update={"summary": "", "keywords": [], "tokens": []}) for e in events]
 
 
-def needs_llm(rt: Runtime, extraction: Extraction) -> bool:
+def needs_llm(mneme: Mneme, extraction: Extraction) -> bool:
     """The LLM stage (when configured) sees only messages the rules could not type."""
-    return bool(rt.settings.llm_base_url) and all(e.event_type is EventType.statement for e in extraction.events)
+    return bool(mneme.settings.llm_base_url) and all(e.event_type is EventType.statement for e in extraction.events)
 
 
-def llm_stage(rt: Runtime, job_id: str, message: Message) -> Extraction:
+def llm_stage(mneme: Mneme, job_id: str, message: Message) -> Extraction:
     """Never loses the message: any LLM failure returns the rules' result, counted by reason."""
-    extraction, outcome = rt.llm.extract(message, extract(message))
-    rt.state.jobs.note(job_id, llm=outcome.reason, llm_tokens=outcome.tokens)
+    extraction, outcome = mneme.llm.extract(message, extract(message))
+    mneme.state.jobs.note(job_id, llm=outcome.reason, llm_tokens=outcome.tokens)
     return extraction
 
 
-def declare(rt: Runtime, job_id: str, message: Message, extraction: Extraction,
+def declare(mneme: Mneme, job_id: str, message: Message, extraction: Extraction,
             mode: Mode = Mode.full) -> list[str]:
     """Anchor the facts, record the extraction on the job and say which branches follow (embed, and
     graph if any facts). Branches are declared before they are sent, so none can finish first; their
     input is the job's (``Jobs.inputs``), so their tasks carry only the job id."""
-    facts = anchor_facts(rt, message, extraction.facts)
+    facts = anchor_facts(mneme, message, extraction.facts)
     branches = ["embed"] + (["graph"] if facts else [])
-    rt.state.jobs.extracted(job_id, branches, [e.event_id for e in extraction.events],
-                            JobWork(mode=mode.value, events=extraction.events, facts=facts))
+    mneme.state.jobs.extracted(job_id, branches, [e.event_id for e in extraction.events],
+                               JobWork(mode=mode.value, events=extraction.events, facts=facts))
     return branches
 
 
-def embed_item(rt: Runtime, found: JobInput) -> EmbedItem | None:
+def embed_item(mneme: Mneme, found: JobInput) -> EmbedItem | None:
     """A job's embed input (None if it was not extracted: nothing to embed)."""
     work = found.work()
     if work is None:
         return None
     message = found.message()
-    full = work.mode == Mode.full and not rt.state.policies.get(message.tenant, message.user_id).child  # a child since?
-    text = opened(rt, message).content if full else ""
+    child_since = mneme.state.policies.get(message.tenant, message.user_id).child
+    full = work.mode == Mode.full and not child_since
+    text = opened(mneme, message).content if full else ""
     events = work.events if full else type_only(work.events)
     return EmbedItem(job_id=found.job_id, text=text, events=events, tenant=message.tenant,
                      user_id=message.user_id, received_at=message.received_at, session_id=message.session_id,
@@ -144,12 +145,12 @@ def graph_input(found: JobInput) -> tuple[list[Fact], float]:
     return (work.facts if work else []), found.message().received_at
 
 
-def anchor_facts(rt: Runtime, message: Message, facts: list[Fact]) -> list[Fact]:
+def anchor_facts(mneme: Mneme, message: Message, facts: list[Fact]) -> list[Fact]:
     """"那个定律" / "that red button" → the entity the session mentioned last (see memory.anchoring)."""
     if not facts or not any(anchoring.is_anaphoric(f.object) for f in facts):
         return facts
     try:
-        window = rt.state.working.read(message.tenant, message.session_id).messages
+        window = mneme.working.read(message.tenant, message.session_id).messages
     except NotFound:
         window = []
     recent = [(m.message_id, m.content) for m in reversed(window)
@@ -157,10 +158,10 @@ def anchor_facts(rt: Runtime, message: Message, facts: list[Fact]) -> list[Fact]
     return [f.model_copy(update={"object": anchoring.anchor(f.object, recent).name}) for f in facts]
 
 
-def previous_turns(rt: Runtime, items: Sequence[EmbedItem]) -> list[str]:
+def previous_turns(mneme: Mneme, items: Sequence[EmbedItem]) -> list[str]:
     """For each message, the session's turn just before it ('' if none, or in child mode): what a reply
     answers. Read from working memory (one read per session), so no task carries another message's text."""
-    windows: dict[tuple[str, str], list] = {}
+    windows: dict[tuple[str, str], list[StoredMessage]] = {}
     turns = []
     for item in items:
         first = item.events[0] if item.events else None
@@ -170,7 +171,7 @@ def previous_turns(rt: Runtime, items: Sequence[EmbedItem]) -> list[str]:
         where = (item.tenant, first.session_id)
         if where not in windows:
             try:
-                windows[where] = rt.state.working.read(*where).messages
+                windows[where] = mneme.working.read(*where).messages
             except NotFound:
                 windows[where] = []
         window = windows[where]
@@ -179,43 +180,43 @@ def previous_turns(rt: Runtime, items: Sequence[EmbedItem]) -> list[str]:
     return turns
 
 
-def embed_stage(rt: Runtime, items: Sequence[EmbedItem]) -> list[dict]:
+def embed_stage(mneme: Mneme, items: Sequence[EmbedItem]) -> list[dict[str, Any]]:
     """Embed many messages in one model call and store (or merge) their events; returns the audit
     records of events that left the live layer over the per-user cap."""
-    erased = [i for i in items if rt.state.policies.erased_after(i.tenant, i.user_id, i.received_at)]
+    erased = [i for i in items if mneme.state.policies.erased_after(i.tenant, i.user_id, i.received_at)]
     for item in erased:  # queued before the user's erasure: dropped, never resurrected
-        rt.state.jobs.finish(item.job_id, "dropped", "the user was erased after this message arrived")
+        mneme.state.jobs.finish(item.job_id, "dropped", "the user was erased after this message arrived")
     items = [i for i in items if i not in erased]
-    retracted = [i for i in items if _taken_back(rt, i)]
+    retracted = [i for i in items if _taken_back(mneme, i)]
     for item in retracted:
-        rt.state.jobs.finish(item.job_id, "retracted", RETRACTED_NOTE)
+        mneme.state.jobs.finish(item.job_id, "retracted", RETRACTED_NOTE)
     items = [i for i in items if i not in retracted]
     texts = [html.unescape(item.text)[:EMBED_MAX_CHARS] for item in items]
-    contexts = [html.unescape(turn)[:CONTEXT_MAX_CHARS] for turn in previous_turns(rt, items)]
-    vectors = embed_in_context(rt.embedder, texts, contexts, rt.settings.context_vector_weight)
+    contexts = [html.unescape(turn)[:CONTEXT_MAX_CHARS] for turn in previous_turns(mneme, items)]
+    vectors = embed_in_context(mneme.embedder, texts, contexts, mneme.settings.context_vector_weight)
     events = [event for item in items for event in item.events]
     rows = np.stack([vectors[i] for i, item in enumerate(items) for _ in item.events]) if events else vectors
-    texts = {event.event_id: item.text for item in items for event in item.events}  # event ids are per user
-    report = rt.episodic.add(events, rows, texts) if events else AddReport()
+    said = {event.event_id: item.text for item in items for event in item.events}  # event ids are per user
+    report = mneme.episodic.add(events, rows, said) if events else AddReport()
     records = []
     for item in items:
-        if _taken_back(rt, item):  # taken back while this batch was being written: what it wrote goes too
-            records += retract(rt, item.tenant, item.user_id, item.session_id, [item.message_id])[1]
+        if _taken_back(mneme, item):  # taken back while this batch was being written: what it wrote goes too
+            records += retract(mneme, item.tenant, item.user_id, item.session_id, [item.message_id])[1]
             continue
         merged = sum(1 for e in item.events if e.event_id in report.merged)
-        rt.state.jobs.note(item.job_id, embed_batch=len(items), merged=merged)
-        rt.state.jobs.complete(item.job_id, "embed")
+        mneme.state.jobs.note(item.job_id, embed_batch=len(items), merged=merged)
+        mneme.state.jobs.complete(item.job_id, "embed")
     if report.evicted or report.consolidated:
         log.info("over the per-user cap: %d events to the deep tier, %d consolidated", len(report.evicted),
                  len(report.consolidated))
-    return layer_records(rt.user_hash_key, report) + records
+    return mneme.trail.layer_changes(report) + records
 
 
-def _taken_back(rt: Runtime, item: EmbedItem) -> bool:
-    return rt.state.working.retracted(item.tenant, item.session_id, item.message_id)
+def _taken_back(mneme: Mneme, item: EmbedItem) -> bool:
+    return mneme.working.retracted(item.tenant, item.session_id, item.message_id)
 
 
-def graph_stage(rt: Runtime, job_id: str, facts: Sequence[Fact], received_at: float = 0.0) -> list[dict]:
+def graph_stage(mneme: Mneme, job_id: str, facts: Sequence[Fact], received_at: float = 0.0) -> list[dict[str, Any]]:
     """Merge the facts; returns the audit records of what changed."""
     if not facts:
         return []
@@ -223,66 +224,66 @@ def graph_stage(rt: Runtime, job_id: str, facts: Sequence[Fact], received_at: fl
     session_id, message_id = facts[0].session_id or "", (facts[0].message_ids or [""])[0]
 
     def taken_back() -> bool:
-        return bool(session_id and message_id) and rt.state.working.retracted(tenant, session_id, message_id)
+        return bool(session_id and message_id) and mneme.working.retracted(tenant, session_id, message_id)
 
-    if rt.state.policies.erased_after(tenant, user_id, received_at):
-        rt.state.jobs.finish(job_id, "dropped", "the user was erased after this message arrived")
+    if mneme.state.policies.erased_after(tenant, user_id, received_at):
+        mneme.state.jobs.finish(job_id, "dropped", "the user was erased after this message arrived")
         return []
-    policy = rt.state.policies.get(tenant, user_id)
+    policy = mneme.state.policies.get(tenant, user_id)
     if policy.child or not policy.keeps_long_term:  # consent withdrawn or child mode since extraction
-        rt.state.jobs.complete(job_id, "graph")
+        mneme.state.jobs.complete(job_id, "graph")
         return []
     if taken_back():
-        rt.state.jobs.finish(job_id, "retracted", RETRACTED_NOTE)
+        mneme.state.jobs.finish(job_id, "retracted", RETRACTED_NOTE)
         return []
-    records = [graph_write_record(rt.user_hash_key, change, operator_id="pipeline")
-               for change in rt.beliefs.apply(facts)]
+    records = mneme.trail.graph_changes(mneme.semantic.apply(facts), operator_id="pipeline")
     if taken_back():  # taken back while merging: what was merged goes too
-        records += retract(rt, tenant, user_id, session_id, [message_id])[1]
+        records += retract(mneme, tenant, user_id, session_id, [message_id])[1]
     return records
 
 
-def retract(rt: Runtime, tenant: str, user_id: str, session_id: str,
-            message_ids: Sequence[str]) -> tuple[dict, list[dict]]:
+def retract(mneme: Mneme, tenant: str, user_id: str, session_id: str,
+            message_ids: Sequence[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Remove what long-term memory made of messages a rollback took back: their episodic rows (what other
     messages said stays, ``EpisodicStore.retract``) and their graph evidence (``Beliefs.retract``); then
     their jobs end as ``retracted``, so a client polling one knows nothing of it is left, and nothing
     re-sends it. Returns a report and the audit records of the graph changes. Running it again changes
     nothing."""
-    removed = rt.episodic_store.retract(tenant, user_id, message_ids)
-    changes = rt.beliefs.retract(tenant, user_id, message_ids)
+    removed = mneme.episodic.retract(tenant, user_id, message_ids)
+    changes = mneme.semantic.retract(tenant, user_id, message_ids)
     for message_id in message_ids:
-        rt.state.jobs.finish(ids.job_id(tenant, session_id, message_id), "retracted", RETRACTED_NOTE)
+        mneme.state.jobs.finish(ids.job_id(tenant, session_id, message_id), "retracted", RETRACTED_NOTE)
     report = {"messages": len(message_ids), "events_removed": removed, "beliefs_changed": len(changes)}
-    return report, [graph_write_record(rt.user_hash_key, change, operator_id="retraction") for change in changes]
+    return report, mneme.trail.graph_changes(changes, operator_id="retraction")
 
 
-def graph_done(rt: Runtime, job_id: str) -> None:
+def graph_done(mneme: Mneme, job_id: str) -> None:
     """Called once the graph branch's audit records are queued: until then the job is not done, so a
     redrive re-sends it (the same record ids) if anything after the graph write was lost."""
-    rt.state.jobs.complete(job_id, "graph")
+    mneme.state.jobs.complete(job_id, "graph")
 
 
-def stale_jobs(rt: Runtime, limit: int) -> list[str]:
-    return rt.state.jobs.stale(rt.settings.redrive_after_s, limit)
+def stale_jobs(mneme: Mneme, limit: int) -> list[str]:
+    return mneme.state.jobs.stale(mneme.settings.redrive_after_s, limit)
 
 
-def tuning_stage(rt: Runtime, pairs_path: Path | None, *, publish: bool, dry_run: bool, rank: int,
-                 epochs: int) -> dict:
+def tuning_stage(mneme: Mneme, pairs_path: Path | None, *, publish: bool, dry_run: bool, rank: int,
+                 epochs: int) -> dict[str, Any]:
     """Train on a JSON-lines file of pairs, or (no path) on the pairs users' feedback marked useful."""
     if pairs_path is None:
-        pairs = [tuning.TrainingPair(query=q, positive=p) for q, p in feedback.training_pairs(rt, rt.settings.tenant)]
+        pairs = [tuning.TrainingPair(query=q, positive=p)
+                 for q, p in feedback.training_pairs(mneme, mneme.settings.tenant)]
     else:
         pairs = tuning.read_pairs(pairs_path)
     if dry_run:
         return {"pairs": len(pairs), "dry_run": True}
-    report = tuning.train(rt.embedder, pairs, tuning.adapters_dir(rt.settings.data_dir), rank=rank, epochs=epochs)
+    report = tuning.train(mneme.embedder, pairs, tuning.adapters_dir(mneme.settings.data_dir), rank=rank, epochs=epochs)
     if publish:
-        rt.state.adapter.publish(report.version)
+        mneme.state.adapter.publish(report.version)
     return {**report.model_dump(), "published": publish, "dry_run": False}
 
 
-def decay_stage(rt: Runtime, *, dry_run: bool, limit: int, batch_size: int) -> tuple[dict, list[dict]]:
-    report = rt.beliefs.decay(dry_run=dry_run, limit=limit, batch_size=batch_size)
-    return report.model_dump(), [graph_write_record(rt.user_hash_key, c, operator_id="decay")
-                                 for c in report.changes]
+def decay_stage(mneme: Mneme, *, dry_run: bool, limit: int,
+                batch_size: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    report = mneme.semantic.decay(dry_run=dry_run, limit=limit, batch_size=batch_size)
+    return report.model_dump(), mneme.trail.graph_changes(report.changes, operator_id="decay")

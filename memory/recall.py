@@ -35,6 +35,7 @@ from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as Timeout
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -43,8 +44,8 @@ from memory import query as queries
 from memory import telemetry
 from memory.episodic import LIVE, StoredEvent
 from memory.errors import MnemeError, NotFound
+from memory.mneme import Mneme
 from memory.models import EventType, FactSource, Relation, Role
-from memory.runtime import Runtime
 from memory.settings import Settings
 from memory.state.working import StoredMessage
 from memory.text import clean, language, sha256, tokenize
@@ -125,7 +126,7 @@ def infer_types(query: str) -> frozenset[EventType]:
 
 
 @telemetry.RECALL_SECONDS.time()
-def recall(rt: Runtime, tenant: str, user_id: str, query: str, k: int = 5, session_id: str | None = None,
+def recall(mneme: Mneme, tenant: str, user_id: str, query: str, k: int = 5, session_id: str | None = None,
            event_types: Collection[EventType] | None = None, include_text: bool = False,
            now: float | None = None) -> RecallResult:
     started, now = time.perf_counter(), time.time() if now is None else now
@@ -134,7 +135,7 @@ def recall(rt: Runtime, tenant: str, user_id: str, query: str, k: int = 5, sessi
     working: list[StoredMessage] = []
     if session_id:
         try:
-            working = rt.state.working.read(tenant, session_id).messages
+            working = mneme.working.read(tenant, session_id).messages
         except NotFound:
             working = []
         except MnemeError as exc:
@@ -143,17 +144,17 @@ def recall(rt: Runtime, tenant: str, user_id: str, query: str, k: int = 5, sessi
     inferred = frozenset() if event_types else infer_types(cue.main)
     events: list[EventHit] = []
     facts: list[FactHit] = []
-    if not rt.state.policies.get(tenant, user_id).keeps_long_term:
+    if not mneme.state.policies.get(tenant, user_id).keeps_long_term:
         degraded["long_term"] = "off: the user has not consented to long-term memory"
     else:
         # the query is embedded before the layers' deadline starts: the deadline is the stores', and a
         # model still loading after a start delays the answer instead of emptying it
-        search = Search(cue=cue, vector=query_vector(rt, cue), k=k, types=event_types, inferred=inferred,
+        search = Search(cue=cue, vector=query_vector(mneme, cue), k=k, types=event_types, inferred=inferred,
                         include_text=include_text, now=now, skip=_just_posted(working),
                         repeated=sha256(clean(query)))
-        answers = _within_deadline(rt.settings.recall_layer_timeout_s, degraded, {
-            "episodic": lambda: search_events(rt, tenant, user_id, search),
-            "graph": lambda: _facts(rt, tenant, user_id, query),
+        answers = _within_deadline(mneme.settings.recall_layer_timeout_s, degraded, {
+            "episodic": lambda: search_events(mneme, tenant, user_id, search),
+            "graph": lambda: _facts(mneme, tenant, user_id, query),
         })
         events, facts = answers.get("episodic", []), answers.get("graph", [])
         if "episodic" in answers and not events:
@@ -170,11 +171,12 @@ def _just_posted(working: list[StoredMessage]) -> frozenset[str]:
     return frozenset([latest.message_id] if latest else [])
 
 
-def _within_deadline(timeout_s: float, degraded: dict[str, str], layers: dict[str, Callable]) -> dict:
+def _within_deadline(timeout_s: float, degraded: dict[str, str],
+                     layers: dict[str, Callable[[], Any]]) -> dict[str, Any]:
     """Each layer's answer; a layer that fails or does not answer within ``timeout_s`` goes to ``degraded``."""
     deadline = time.monotonic() + timeout_s
     futures = {name: _LAYERS.submit(contextvars.copy_context().run, ask) for name, ask in layers.items()}
-    answers = {}
+    answers: dict[str, Any] = {}
     for name, future in futures.items():
         try:
             answers[name] = future.result(timeout=max(0.0, deadline - time.monotonic()))
@@ -210,22 +212,18 @@ class _Candidate:
         self.sim = -1.0
 
 
-def search_events(rt: Runtime, tenant: str, user_id: str, search: Search) -> list[EventHit]:
-    s = rt.settings
-    vector = search.vector
+Scored = tuple[float, str, _Candidate, dict[str, float]]  # score, message id, its evidence, the score's parts
+
+
+def search_events(mneme: Mneme, tenant: str, user_id: str, search: Search) -> list[EventHit]:
+    s = mneme.settings
     depth = max(s.recall_depth, search.k * 4)
-    keyword = dict(rt.episodic.keyword_search(tenant, user_id, search.cue.main, search.types, depth))
-    if search.cue.context:
-        for event_id, score in rt.episodic.keyword_search(tenant, user_id, search.cue.context, search.types, depth):
-            keyword[event_id] = keyword.get(event_id, 0.0) + s.context_weight * score
-    dense = rt.episodic.store.vector_search(tenant, user_id, vector, search.types, depth)
-    if not keyword and not dense:
-        return []
-    sims = dict(dense)
-    rows = rt.episodic.store.get(tenant, user_id, list(dict.fromkeys([*keyword, *sims])))
+    found = mneme.episodic.search(tenant, user_id, search.cue.main, search.cue.context, search.vector,
+                                  search.types, depth)
+    keyword, sims = found.keyword, found.similarity
     query_lang = language(search.cue.main)
     candidates: dict[str, _Candidate] = {}
-    for row in rows:
+    for row in found.rows:
         if row.message_id in search.skip or (row.text_hash == search.repeated
                                              and search.now - row.said_at < JUST_POSTED_S):
             continue
@@ -235,7 +233,7 @@ def search_events(rt: Runtime, tenant: str, user_id: str, search: Search) -> lis
         c.keyword = max(c.keyword, keyword.get(row.event_id, 0.0)
                         * (1.0 if same_language else s.cross_language_keyword_weight))
         c.sim = max(c.sim, sims.get(row.event_id, -1.0))
-    scored = []
+    scored: list[Scored] = []
     best_sim = max((c.sim for c in candidates.values()), default=-1.0)
     best_keyword = max((c.keyword for c in candidates.values()), default=0.0)
     answered = best_sim >= s.recall_answer_similarity or best_keyword >= s.recall_answer_keyword
@@ -246,15 +244,16 @@ def search_events(rt: Runtime, tenant: str, user_id: str, search: Search) -> lis
             continue  # the relevance floor: memory must answer the query, each hit match it, or be the kind asked
         scored.append((parts["score"], message_id, c, parts))
     scored.sort(key=lambda x: (-x[0], x[1]))
-    return _hits(rt, tenant, user_id, scored, search)
+    return _hits(mneme, tenant, user_id, scored, search)
 
 
-def query_vector(rt: Runtime, cue: queries.Cue) -> np.ndarray:
+def query_vector(mneme: Mneme, cue: queries.Cue) -> np.ndarray:
     """The cue's vector: the main cue's, with ``context_weight`` of the context's."""
-    main = rt.embed_query(cue.main)
+    main = mneme.embed_query(cue.main)
     if not cue.context:
         return main
-    blended = (1 - rt.settings.context_weight) * main + rt.settings.context_weight * rt.embed_query(cue.context)
+    weight = mneme.settings.context_weight
+    blended = (1 - weight) * main + weight * mneme.embed_query(cue.context)
     return blended / max(float(np.linalg.norm(blended)), 1e-12)
 
 
@@ -275,7 +274,7 @@ def _score(c: _Candidate, search: Search, s: Settings) -> dict[str, float]:
             "type_match": type_match, "in_time_window": in_window, "recency": round(recency, 4), "event_layer": layer}
 
 
-def _hits(rt: Runtime, tenant: str, user_id: str, scored: list, search: Search) -> list[EventHit]:
+def _hits(mneme: Mneme, tenant: str, user_id: str, scored: list[Scored], search: Search) -> list[EventHit]:
     """Best first, one hit per memory: rows of one message and messages merged into one event collapse."""
     hits: list[EventHit] = []
     owner: dict[str, EventHit] = {}  # event layer id → the hit that holds it
@@ -291,7 +290,7 @@ def _hits(rt: Runtime, tenant: str, user_id: str, scored: list, search: Search) 
             continue
         best = max(c.rows, key=lambda r: (r.status == LIVE, search.inferred and r.event_type in search.inferred,
                                           r.event_type is not EventType.question, r.count))
-        shown = rt.episodic.reveal(best)
+        shown = mneme.episodic.reveal(best)
         if shown is None:  # its user's key was destroyed: nothing left to show
             continue
         event_id = best.canonical_id or best.event_id
@@ -305,24 +304,24 @@ def _hits(rt: Runtime, tenant: str, user_id: str, scored: list, search: Search) 
         hits.append(hit)
         owner.update(dict.fromkeys(groups, hit))
     if hits:
-        _show_event_layer(rt, tenant, user_id, hits)
+        _show_event_layer(mneme, tenant, user_id, hits)
     return hits
 
 
-def _show_event_layer(rt: Runtime, tenant: str, user_id: str, hits: list[EventHit]) -> None:
+def _show_event_layer(mneme: Mneme, tenant: str, user_id: str, hits: list[EventHit]) -> None:
     """A hit found through a merged row shows the event that absorbed it: its count and confidence."""
-    events = {e.event_id: e for e in rt.episodic.store.get(tenant, user_id, [h.event_id for h in hits])}
+    events = {e.event_id: e for e in mneme.episodic.get(tenant, user_id, [h.event_id for h in hits])}
     for hit in hits:
         event = events.get(hit.event_id)
         if event is not None:
             hit.count, hit.confidence = event.count, event.confidence
 
 
-def _facts(rt: Runtime, tenant: str, user_id: str, query: str) -> list[FactHit]:
+def _facts(mneme: Mneme, tenant: str, user_id: str, query: str) -> list[FactHit]:
     """The user's active beliefs with decayed confidence; those the query mentions first."""
     wanted = set(tokenize(query))
     hits = []
-    for belief in rt.beliefs.profile(tenant, user_id)[: rt.settings.recall_facts_limit]:
+    for belief in mneme.semantic.profile(tenant, user_id)[: mneme.settings.recall_facts_limit]:
         overlap = len(wanted & set(tokenize(belief.object)))
         hits.append((overlap, FactHit(
             **belief.model_dump(include=set(FactHit.model_fields) - {"why", "explanation"}),

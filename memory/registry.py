@@ -7,10 +7,30 @@ imported only when a URL asks for it, and is built with ``Class.from_url(url, se
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Literal, overload
 
 from memory.errors import ConfigurationError
 from memory.settings import Settings
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from memory.archive import ColdStore
+    from memory.archive.local import LocalColdStore
+    from memory.archive.s3 import S3ColdStore
+    from memory.audit import AuditSink
+    from memory.audit.elasticsearch import ElasticsearchAuditSink
+    from memory.audit.file import FileAuditLog
+    from memory.embedding import Embedder, SentenceTransformerEmbedder, USEEmbedder
+    from memory.episodic import EpisodicStore
+    from memory.episodic.sqlite import SQLiteEpisodicStore
+    from memory.episodic.weaviate import WeaviateEpisodicStore
+    from memory.graph import GraphStore
+    from memory.graph.neo4j import Neo4jGraphStore
+    from memory.graph.sqlite import SQLiteGraphStore
+    from memory.keystore import KeyStore
+    from memory.keystore.sqlite import SQLiteKeyStore
+    from memory.state.user_keys import RedisKeyStore
 
 BACKENDS: dict[str, dict[str, tuple[str, str]]] = {
     # role: {scheme: (import path, pip extra that installs its client)}
@@ -47,7 +67,35 @@ BACKENDS: dict[str, dict[str, tuple[str, str]]] = {
 }
 
 
-def open_backend(role: str, url: str, settings: Settings) -> Any:
+if TYPE_CHECKING:
+    # The table above names its classes by import path, so that a backend's client is imported only when a URL
+    # asks for it; here (for mypy only, never run) every class in it is checked against its role's port.
+    _EPISODIC: list[Callable[[str, Settings], EpisodicStore]] = [SQLiteEpisodicStore.from_url,
+                                                                WeaviateEpisodicStore.from_url]
+    _GRAPH: list[Callable[[str, Settings], GraphStore]] = [SQLiteGraphStore.from_url, Neo4jGraphStore.from_url]
+    _EMBEDDER: list[Callable[[str, Settings], Embedder]] = [USEEmbedder.from_url,
+                                                            SentenceTransformerEmbedder.from_url]
+    _AUDIT: list[Callable[[str, Settings], AuditSink]] = [FileAuditLog.from_url, ElasticsearchAuditSink.from_url]
+    _KEYS: list[Callable[[str, Settings], KeyStore]] = [SQLiteKeyStore.from_url, RedisKeyStore.from_url]
+    _ARCHIVE: list[Callable[[str, Settings], ColdStore]] = [LocalColdStore.from_url, S3ColdStore.from_url]
+
+
+@overload
+def open_backend(role: Literal["episodic"], url: str, settings: Settings) -> EpisodicStore: ...
+@overload
+def open_backend(role: Literal["graph"], url: str, settings: Settings) -> GraphStore: ...
+@overload
+def open_backend(role: Literal["embedder"], url: str, settings: Settings) -> Embedder: ...
+@overload
+def open_backend(role: Literal["audit"], url: str, settings: Settings) -> AuditSink: ...
+@overload
+def open_backend(role: Literal["keys"], url: str, settings: Settings) -> KeyStore: ...
+@overload
+def open_backend(role: Literal["archive"], url: str, settings: Settings) -> ColdStore: ...
+
+
+def open_backend(role: str, url: str, settings: Settings
+                 ) -> EpisodicStore | GraphStore | Embedder | AuditSink | KeyStore | ColdStore:
     scheme = url.split("://", 1)[0] if "://" in url else ""
     known = BACKENDS[role]
     if scheme not in known:
@@ -61,4 +109,7 @@ def open_backend(role: str, url: str, settings: Settings) -> Any:
     except ImportError as exc:
         hint = f"pip install 'mneme[{extra}]'" if extra else "reinstall mneme"
         raise ConfigurationError(f"{role} backend {scheme!r} is not installed ({exc}); {hint}") from exc
-    return getattr(module, attr).from_url(url, settings)
+    # the class named for this role in BACKENDS: checked against the role's port above
+    backend: EpisodicStore | GraphStore | Embedder | AuditSink | KeyStore | ColdStore = (
+        getattr(module, attr).from_url(url, settings))
+    return backend

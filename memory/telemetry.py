@@ -117,7 +117,8 @@ class _OnlyMneme:
         self.collector = collector
 
     def collect(self) -> Iterable[Metric]:
-        return [m for m in self.collector.collect() if m.name.startswith(PREFIX)]
+        metrics: Iterable[Metric] = self.collector.collect()  # type: ignore[no-untyped-call]  # unannotated upstream
+        return [m for m in metrics if m.name.startswith(PREFIX)]
 
 
 def multiprocess_dir() -> str | None:
@@ -129,7 +130,8 @@ def metrics_registry(broker: Broker, queue_names: Sequence[str]) -> CollectorReg
     registry = CollectorRegistry()
     path = multiprocess_dir()
     if path:
-        registry.register(_OnlyMneme(MultiProcessCollector(None, path=path)))
+        collector = MultiProcessCollector(None, path=path)  # type: ignore[no-untyped-call]  # unannotated upstream
+        registry.register(_OnlyMneme(collector))
     else:
         registry.register(REGISTRY)
     registry.register(QueueDepthCollector(broker, queue_names))

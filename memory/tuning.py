@@ -16,6 +16,7 @@ import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 from pydantic import BaseModel
@@ -88,7 +89,7 @@ def train(embedder: Embedder, pairs: Sequence[TrainingPair], out_dir: Path, *, r
         logits = model(queries) @ positives.T / temperature
         loss = torch.nn.functional.cross_entropy(logits, labels)
         optimiser.zero_grad()
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]  # unannotated in torch
         optimiser.step()
         losses.append(loss.item())
 
@@ -96,7 +97,8 @@ def train(embedder: Embedder, pairs: Sequence[TrainingPair], out_dir: Path, *, r
     target = out_dir / version
     target.mkdir(parents=True, exist_ok=False)
     model.save_pretrained(str(target))
-    merged = model.merge_and_unload().proj.weight.detach().numpy().astype(np.float32)
+    head = cast(QueryHead, model.merge_and_unload())  # peft gives back the base model, typed as any Module
+    merged = head.proj.weight.detach().numpy().astype(np.float32)
     np.save(target / "merged.npy", merged)
     report = TrainReport(version=version, pairs=len(pairs), epochs=epochs, rank=rank, loss_first=losses[0],
                          loss_last=losses[-1], seconds=time.perf_counter() - started, path=str(target))
@@ -123,7 +125,8 @@ class QueryAdapter:
 
     def apply(self, vectors: np.ndarray) -> np.ndarray:
         out = vectors @ self._matrix.T
-        return out / np.maximum(np.linalg.norm(out, axis=-1, keepdims=True), 1e-12)
+        normalised: np.ndarray = out / np.maximum(np.linalg.norm(out, axis=-1, keepdims=True), 1e-12)
+        return normalised
 
 
 def adapters_dir(data_dir: Path) -> Path:

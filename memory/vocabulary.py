@@ -70,4 +70,5 @@ def half_life_days(rel: Relation, settings: Settings) -> float:
 
 def decayed(confidence: float, age_days: float, half_life: float) -> float:
     """Effective confidence: stored × 0.5^(age / half-life)."""
-    return confidence * 0.5 ** (max(0.0, age_days) / half_life)
+    factor: float = 0.5 ** (max(0.0, age_days) / half_life)
+    return confidence * factor

@@ -3,13 +3,22 @@ dead letter (``memory.state.deadletters``) and is written to the job so the clie
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from celery import Task
 
 from memory.errors import TransientError, described
-from memory.runtime import get_runtime
+from memory.mneme import get_mneme
+
+if TYPE_CHECKING:
+    from billiard.einfo import ExceptionInfo
+
+    _Task = Task[Any, Any]  # generic in celery-types' stubs only: celery's Task cannot be subscripted
+else:
+    _Task = Task
 
 
-class MnemeTask(Task):
+class MnemeTask(_Task):
     autoretry_for = (TransientError,)
     retry_backoff = True
     retry_backoff_max = 60
@@ -18,15 +27,16 @@ class MnemeTask(Task):
 
     @property
     def max_retries(self) -> int:  # type: ignore[override]
-        return get_runtime().settings.task_max_retries
+        return get_mneme().settings.task_max_retries
 
-    def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:  # noqa: ANN001 - Celery's signature
-        rt, job_id = get_runtime(), kwargs.get("job_id")
-        owner = rt.state.jobs.owner(job_id) if job_id else None
+    def on_failure(self, exc: Exception, task_id: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                   einfo: ExceptionInfo) -> None:
+        mneme, job_id = get_mneme(), kwargs.get("job_id")
+        owner = mneme.state.jobs.owner(job_id) if job_id else None
         if owner is None and isinstance(kwargs.get("tenant"), str) and isinstance(kwargs.get("user_id"), str):
             owner = (kwargs["tenant"], kwargs["user_id"])  # memory.retract
-        rt.state.dead_letters.push(
+        mneme.state.dead_letters.push(
             task_id=task_id, task=self.name, queue=(self.request.delivery_info or {}).get("routing_key"), args=args,
             kwargs=kwargs, error=exc, traceback=str(einfo), retries=self.request.retries, job_id=job_id, owner=owner)
         if job_id:
-            rt.state.jobs.fail(job_id, self.stage, f"{type(exc).__name__}: {described(exc)}")
+            mneme.state.jobs.fail(job_id, self.stage, f"{type(exc).__name__}: {described(exc)}")

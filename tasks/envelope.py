@@ -16,6 +16,7 @@ import json
 import os
 import socket
 import uuid
+from typing import Any
 
 from tasks.signals import REQUEST_ID_HEADER
 
@@ -23,10 +24,10 @@ _ORIGIN = f"gen{os.getpid()}@{socket.gethostname()}"
 _EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
 
 
-def task_message(task: str, task_id: str, kwargs: dict, queue: str,
+def task_message(task: str, task_id: str, kwargs: dict[str, Any], queue: str,
                  request_id: str | None = None) -> tuple[str, str]:
     """(the list to LPUSH onto, the JSON to push) to run ``task(**kwargs)`` with id ``task_id`` from ``queue``."""
-    headers = {
+    headers: dict[str, object] = {
         "lang": "py", "task": task, "id": task_id, "shadow": None, "eta": None, "expires": None, "group": None,
         "group_index": None, "retries": 0, "timelimit": [None, None], "root_id": task_id, "parent_id": None,
         "argsrepr": "()", "kwargsrepr": repr(kwargs),

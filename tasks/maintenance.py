@@ -3,24 +3,25 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from celery import Celery, shared_task
 
-from memory import erasure, maintenance, pipeline
-from memory.audit import layer_records
+from memory import pipeline
+from memory.mneme import Mneme, get_mneme
 from memory.pipeline import tuning_stage
-from memory.runtime import Runtime, get_runtime
+from memory.services.maintenance import Job
 from tasks.base import MnemeTask
 from tasks.pipeline import audit, extract, send_audit
 
 
 @shared_task(name="memory.redrive", base=MnemeTask, stage="maintenance", bind=True)
-def redrive(self: MnemeTask, dry_run: bool = False, limit: int = 500) -> dict:
+def redrive(self: MnemeTask, dry_run: bool = False, limit: int = 500) -> dict[str, Any]:
     """Re-send jobs accepted long ago, still not done and no longer held by the broker (lost), and audit
     records long held and still not written. Safe to run twice or concurrently: every stage is idempotent."""
-    rt = get_runtime()
-    report = lost_jobs(rt, self.app, limit)
-    held = [] if dry_run else rt.state.outbox.overdue(rt.settings.redrive_after_s, limit)
+    mneme = get_mneme()
+    report = lost_jobs(mneme, self.app, limit)
+    held = [] if dry_run else mneme.trail.overdue(mneme.settings.redrive_after_s, limit)
     if not dry_run:
         for job_id in report["job_ids"]:
             extract.apply_async(kwargs={"job_id": job_id}, task_id=job_id)
@@ -30,59 +31,59 @@ def redrive(self: MnemeTask, dry_run: bool = False, limit: int = 500) -> dict:
             "audit_records_resent": len(held)}
 
 
-def lost_jobs(rt: Runtime, app: Celery, limit: int) -> dict:
+def lost_jobs(mneme: Mneme, app: Celery, limit: int) -> dict[str, Any]:
     """Of the jobs not done after ``MNEME_REDRIVE_AFTER_S``, those no queue and no worker holds: ``stale``
     counts them all, ``in_flight`` those still on their way, ``job_ids`` the lost ones."""
-    stale = pipeline.stale_jobs(rt, limit)
-    held = rt.state.broker.held_job_ids(app.amqp.queues) if stale else set()  # the broker is this Redis
+    stale = pipeline.stale_jobs(mneme, limit)
+    held = mneme.state.broker.held_job_ids(app.amqp.queues) if stale else set()  # the broker is this Redis
     lost = [job_id for job_id in stale if job_id not in held]
     return {"stale": len(stale), "in_flight": len(stale) - len(lost), "job_ids": lost}
 
 
 @shared_task(name="memory.train_adapter", base=MnemeTask, stage="maintenance")
 def train_adapter(pairs_path: str | None = None, publish: bool = True, dry_run: bool = False, rank: int = 8,
-                  epochs: int = 60) -> dict:
+                  epochs: int = 60) -> dict[str, Any]:
     """Fine-tune a LoRA query adapter on (query, positive) pairs from a JSON-lines file, or from useful
     feedback when no file is given; publishing it switches every process to it within seconds."""
-    return tuning_stage(get_runtime(), Path(pairs_path) if pairs_path else None, publish=publish,
+    return tuning_stage(get_mneme(), Path(pairs_path) if pairs_path else None, publish=publish,
                         dry_run=dry_run, rank=rank, epochs=epochs)
 
 
 @shared_task(name="memory.decay", base=MnemeTask, stage="maintenance")
-def decay(dry_run: bool = False, limit: int = 100_000, batch_size: int = 500) -> dict:
+def decay(dry_run: bool = False, limit: int = 100_000, batch_size: int = 500) -> dict[str, Any]:
     """Nightly: materialise decayed confidence, retire beliefs under the floor (kept for audit)."""
-    report, records = pipeline.decay_stage(get_runtime(), dry_run=dry_run, limit=limit, batch_size=batch_size)
+    report, records = pipeline.decay_stage(get_mneme(), dry_run=dry_run, limit=limit, batch_size=batch_size)
     if records:
         send_audit(records)
     return report
 
 
-def _maintain(job, dry_run: bool, limit: int, batch_size: int) -> dict:
-    rt = get_runtime()
-    report = maintenance.run(rt, job, dry_run=dry_run, limit=limit, batch_size=batch_size)
-    send_audit(layer_records(rt.user_hash_key, report.layer))
+def _maintain(job: Job, dry_run: bool, limit: int, batch_size: int) -> dict[str, Any]:
+    mneme = get_mneme()
+    report = mneme.maintenance.run(job, dry_run=dry_run, limit=limit, batch_size=batch_size)
+    send_audit(mneme.trail.layer_changes(report.layer))
     return report.model_dump()
 
 
 @shared_task(name="memory.archive", base=MnemeTask, stage="maintenance")
-def archive(dry_run: bool = False, limit: int = 100_000, batch_size: int = 500) -> dict:
+def archive(dry_run: bool = False, limit: int = 100_000, batch_size: int = 500) -> dict[str, Any]:
     """Nightly: greetings and small talk older than 30 days to cold storage, out of recall."""
-    return _maintain(maintenance.archive_user, dry_run, limit, batch_size)
+    return _maintain(get_mneme().maintenance.archive_user, dry_run, limit, batch_size)
 
 
 @shared_task(name="memory.downweight_noise", base=MnemeTask, stage="maintenance")
-def downweight_noise(dry_run: bool = False, limit: int = 100_000, batch_size: int = 500) -> dict:
+def downweight_noise(dry_run: bool = False, limit: int = 100_000, batch_size: int = 500) -> dict[str, Any]:
     """Nightly: the same event type ≥5 times within 7 days weighs ×0.3 in recall."""
-    return _maintain(maintenance.downweight_noise, dry_run, limit, batch_size)
+    return _maintain(get_mneme().maintenance.downweight_noise, dry_run, limit, batch_size)
 
 
 @shared_task(name="memory.compact", base=MnemeTask, stage="maintenance")
-def compact(dry_run: bool = False, limit: int = 100_000, batch_size: int = 500) -> dict:
+def compact(dry_run: bool = False, limit: int = 100_000, batch_size: int = 500) -> dict[str, Any]:
     """Nightly: every user held to the live-event cap (evictions audited)."""
-    return _maintain(maintenance.compact_user, dry_run, limit, batch_size)
+    return _maintain(get_mneme().maintenance.compact_user, dry_run, limit, batch_size)
 
 
 @shared_task(name="memory.erasure_sweep", base=MnemeTask, stage="maintenance")
-def erasure_sweep(dry_run: bool = False, limit: int = 1000, batch_size: int = 1000) -> dict:
+def erasure_sweep(dry_run: bool = False, limit: int = 1000, batch_size: int = 1000) -> dict[str, Any]:
     """Hourly: re-run and verify erasures younger than the 24 h SLA (``batch_size``: users per page)."""
-    return erasure.sweep(get_runtime(), dry_run=dry_run, limit=limit, batch_size=batch_size)
+    return get_mneme().privacy.sweep(dry_run=dry_run, limit=limit, batch_size=batch_size)

@@ -4,31 +4,32 @@ undoing: memory.retract, queued by a rollback in the same Redis step (``memory/s
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from celery import shared_task
 from celery.signals import worker_process_init
-from celery_batches import Batches
+from celery_batches import Batches, SimpleRequest  # type: ignore[import-untyped]  # ships no type hints
 
 from memory import pipeline
 from memory.errors import InvalidInput, TransientError, described
+from memory.mneme import get_mneme
 from memory.models import Extraction, Message
-from memory.runtime import get_runtime
 from tasks.base import MnemeTask
 
 log = logging.getLogger(__name__)
 
 
 @shared_task(name="memory.extract", base=MnemeTask, stage="extract")
-def extract(job_id: str) -> dict:
-    rt = get_runtime()
-    found = rt.state.jobs.input(job_id)
+def extract(job_id: str) -> dict[str, Any]:
+    mneme = get_mneme()
+    found = mneme.state.jobs.input(job_id)
     if found is None:
         return {"mode": "gone"}
-    mode, parsed = pipeline.gate(rt, job_id, found.message())
+    mode, parsed = pipeline.gate(mneme, job_id, found.message())
     if mode in (pipeline.Mode.drop, pipeline.Mode.working_only):
         return {"mode": mode.value}
-    mode, extraction = pipeline.rule_stage(rt, mode, parsed)
-    if mode is pipeline.Mode.full and pipeline.needs_llm(rt, extraction):
+    mode, extraction = pipeline.rule_stage(mneme, mode, parsed)
+    if mode is pipeline.Mode.full and pipeline.needs_llm(mneme, extraction):
         llm_extract.apply_async(kwargs={"job_id": job_id})
         return {"events": len(extraction.events), "facts": len(extraction.facts), "llm": True}
     return _fan_out(job_id, parsed, extraction, mode)
@@ -39,24 +40,24 @@ class LLMTask(MnemeTask):
 
     @property
     def rate_limit(self) -> str:  # type: ignore[override]
-        return get_runtime().settings.llm_rate_limit
+        return get_mneme().settings.llm_rate_limit
 
 
 @shared_task(name="memory.llm_extract", base=LLMTask, stage="llm")
-def llm_extract(job_id: str) -> dict:
-    rt = get_runtime()
-    found = rt.state.jobs.input(job_id)
+def llm_extract(job_id: str) -> dict[str, Any]:
+    mneme = get_mneme()
+    found = mneme.state.jobs.input(job_id)
     if found is None:
         return {"mode": "gone"}
-    mode, parsed = pipeline.gate(rt, job_id, found.message())  # asked again: erased or taken back meanwhile?
+    mode, parsed = pipeline.gate(mneme, job_id, found.message())  # asked again: erased or taken back meanwhile?
     if mode is not pipeline.Mode.full:
         return {"mode": mode.value}
-    return _fan_out(job_id, parsed, pipeline.llm_stage(rt, job_id, parsed))
+    return _fan_out(job_id, parsed, pipeline.llm_stage(mneme, job_id, parsed))
 
 
 def _fan_out(job_id: str, message: Message, extraction: Extraction,
-             mode: pipeline.Mode = pipeline.Mode.full) -> dict:
-    branches = pipeline.declare(get_runtime(), job_id, message, extraction, mode)
+             mode: pipeline.Mode = pipeline.Mode.full) -> dict[str, Any]:
+    branches = pipeline.declare(get_mneme(), job_id, message, extraction, mode)
     embed.apply_async(kwargs={"job_id": job_id})
     if "graph" in branches:
         upsert_graph.apply_async(kwargs={"job_id": job_id})
@@ -66,31 +67,31 @@ def _fan_out(job_id: str, message: Message, extraction: Extraction,
 @worker_process_init.connect
 def _preload_embedder(**_: object) -> None:
     """The embed worker loads its model (and encodes once) at start, so the first message is not the slow one."""
-    rt = get_runtime()
-    if rt.settings.preload_embedder:
-        rt.warm_up()
+    mneme = get_mneme()
+    if mneme.settings.preload_embedder:
+        mneme.warm_up()
 
 
-class EmbedBatches(Batches):
+class EmbedBatches(Batches):  # type: ignore[misc]  # Batches is untyped (see its import)
     """Buffers embed requests across messages and runs them as one model call."""
 
     @property
-    def flush_every(self) -> int:  # type: ignore[override]
-        return get_runtime().settings.embed_batch_size
+    def flush_every(self) -> int:
+        return get_mneme().settings.embed_batch_size
 
     @property
-    def flush_interval(self) -> float:  # type: ignore[override]
-        return get_runtime().settings.embed_flush_interval_s
+    def flush_interval(self) -> float:
+        return get_mneme().settings.embed_flush_interval_s
 
 
 @shared_task(name="memory.embed", base=EmbedBatches)
-def embed(requests: list) -> int:
+def embed(requests: list[SimpleRequest]) -> int:
     # celery-batches acknowledges a batch whatever happens in it, so failures are handled here:
     # a transient error re-sends each request with backoff; anything else is isolated request by
     # request so one poison message fails its own job only.
-    rt = get_runtime()
+    mneme = get_mneme()
     job_ids = [request.kwargs.get("job_id") for request in requests]
-    found = rt.state.jobs.inputs([job_id for job_id in job_ids if isinstance(job_id, str)])
+    found = mneme.state.jobs.inputs([job_id for job_id in job_ids if isinstance(job_id, str)])
     items = []
     for request, job_id in zip(requests, job_ids, strict=True):
         if not isinstance(job_id, str):
@@ -98,15 +99,15 @@ def embed(requests: list) -> int:
             continue
         job = found.pop(0)
         try:
-            item = pipeline.embed_item(rt, job) if job else None  # None: nothing left to do
+            item = pipeline.embed_item(mneme, job) if job else None  # None: nothing left to do
         except InvalidInput as exc:
             _dead_letter(request, exc, job_id)
-            rt.state.jobs.fail(job_id, "embed", exc.message)
+            mneme.state.jobs.fail(job_id, "embed", exc.message)
             continue
         if item is not None:
             items.append((request, item))
     try:
-        send_audit(pipeline.embed_stage(rt, [item for _, item in items]))
+        send_audit(pipeline.embed_stage(mneme, [item for _, item in items]))
         return len(items)
     except TransientError as exc:
         for request, item in items:
@@ -115,66 +116,61 @@ def embed(requests: list) -> int:
     except Exception:  # noqa: BLE001 - isolate the request that broke the batch
         for request, item in items:
             try:
-                send_audit(pipeline.embed_stage(rt, [item]))
+                send_audit(pipeline.embed_stage(mneme, [item]))
             except TransientError as exc:
                 _retry(request, item, exc)
             except Exception as exc:  # noqa: BLE001
                 _dead_letter(request, exc, item.job_id)
-                rt.state.jobs.fail(item.job_id, "embed", f"{type(exc).__name__}: {described(exc)}")
+                mneme.state.jobs.fail(item.job_id, "embed", f"{type(exc).__name__}: {described(exc)}")
         return 0
 
 
-def send_audit(records: list[dict]) -> None:
-    """Hold the records in the audit outbox (so the redrive task re-sends them if their message is
-    lost), then queue them for the sink."""
-    if not records:
-        return
-    get_runtime().state.outbox.hold(records)
-    try:
-        audit.apply_async(kwargs={"records": records})
-    except Exception:  # noqa: BLE001 - the records are held; the redrive task sends them
-        log.exception("could not queue %d audit records; the redrive task will", len(records))
+def send_audit(records: list[dict[str, Any]]) -> None:
+    """Through the audit trail's outbox (the redrive task re-sends them if their message is lost), queued
+    for the sink as ``memory.audit``."""
+    def send(held: list[dict[str, Any]]) -> None:
+        audit.apply_async(kwargs={"records": held})
+
+    get_mneme().trail.submit(records, send=send)
 
 
-def _dead_letter(request, exc: Exception, job_id: str | None, retries: int = 0) -> None:
-    rt = get_runtime()
-    rt.state.dead_letters.push(task_id=request.id, task="memory.embed", queue="embed",
-                               kwargs={"job_id": job_id} if job_id else {}, error=exc, retries=retries, job_id=job_id,
-                               owner=rt.state.jobs.owner(job_id) if job_id else None)
+def _dead_letter(request: SimpleRequest, exc: Exception, job_id: str | None, retries: int = 0) -> None:
+    mneme = get_mneme()
+    mneme.state.dead_letters.push(task_id=request.id, task="memory.embed", queue="embed",
+                                  kwargs={"job_id": job_id} if job_id else {}, error=exc, retries=retries,
+                                  job_id=job_id, owner=mneme.state.jobs.owner(job_id) if job_id else None)
 
 
-def _retry(request, item: pipeline.EmbedItem, exc: Exception) -> None:
+def _retry(request: SimpleRequest, item: pipeline.EmbedItem, exc: Exception) -> None:
     attempt = int(request.kwargs.get("attempt", 0)) + 1
-    if attempt > get_runtime().settings.task_max_retries:
+    if attempt > get_mneme().settings.task_max_retries:
         _dead_letter(request, exc, item.job_id, retries=attempt - 1)
-        get_runtime().state.jobs.fail(item.job_id, "embed", f"gave up after {attempt - 1} retries: {described(exc)}")
+        get_mneme().state.jobs.fail(item.job_id, "embed", f"gave up after {attempt - 1} retries: {described(exc)}")
         return
     embed.apply_async(kwargs={"job_id": item.job_id, "attempt": attempt}, countdown=min(60, 2**attempt))
 
 
 @shared_task(name="memory.upsert_graph", base=MnemeTask, stage="graph")
 def upsert_graph(job_id: str) -> int:
-    rt = get_runtime()
-    found = rt.state.jobs.input(job_id)
+    mneme = get_mneme()
+    found = mneme.state.jobs.input(job_id)
     if found is None:  # done, ended on purpose, erased or expired: nothing left to write
         return 0
-    records = pipeline.graph_stage(rt, job_id, *pipeline.graph_input(found))
+    records = pipeline.graph_stage(mneme, job_id, *pipeline.graph_input(found))
     send_audit(records)
-    pipeline.graph_done(get_runtime(), job_id)
+    pipeline.graph_done(get_mneme(), job_id)
     return len(records)
 
 
 @shared_task(name="memory.audit", base=MnemeTask, stage="audit")
-def audit(records: list[dict]) -> int:
-    rt = get_runtime()
-    rt.audit.write(records)
-    rt.state.outbox.release([r["id"] for r in records])
+def audit(records: list[dict[str, Any]]) -> int:
+    get_mneme().trail.write(records)
     return len(records)
 
 
 @shared_task(name="memory.retract", base=MnemeTask, stage="retract")
-def retract(tenant: str, user_id: str, session_id: str, message_ids: list[str]) -> dict:
+def retract(tenant: str, user_id: str, session_id: str, message_ids: list[str]) -> dict[str, Any]:
     """Remove what long-term memory made of messages a rollback took back; redelivery changes nothing."""
-    report, records = pipeline.retract(get_runtime(), tenant, user_id, session_id, message_ids)
+    report, records = pipeline.retract(get_mneme(), tenant, user_id, session_id, message_ids)
     send_audit(records)
     return report

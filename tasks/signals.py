@@ -14,11 +14,12 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from typing import Any
 
 from celery import Task, signals
 
 from memory import logs, telemetry
-from memory.runtime import get_runtime
+from memory.mneme import get_mneme
 
 log = logging.getLogger(__name__)
 
@@ -29,13 +30,13 @@ _started: dict[str, float] = {}  # task id → perf_counter at prerun, in the pr
 _node: list[str] = []  # the worker's node name ("pipeline@host"), set before logging is configured
 
 
-def stage_of(task: Task) -> str:
+def stage_of(task: Task[Any, Any]) -> str:
     """The pipeline stage a task belongs to (MnemeTask.stage), else its verb (``memory.embed`` → embed)."""
     return getattr(task, "stage", None) or task.name.rsplit(".", 1)[-1]
 
 
 @signals.task_prerun.connect
-def _task_started(task_id: str | None = None, task: Task | None = None, **_: object) -> None:
+def _task_started(task_id: str | None = None, task: Task[Any, Any] | None = None, **_: object) -> None:
     if task_id is None or task is None:
         return
     _started[task_id] = time.perf_counter()
@@ -43,27 +44,27 @@ def _task_started(task_id: str | None = None, task: Task | None = None, **_: obj
 
 
 @signals.task_postrun.connect
-def _task_finished(task_id: str | None = None, task: Task | None = None, state: str | None = None,
+def _task_finished(task_id: str | None = None, task: Task[Any, Any] | None = None, state: str | None = None,
                    **_: object) -> None:
     started = _started.pop(task_id or "", None)
     if started is not None and task is not None:
         telemetry.TASK_SECONDS.labels(task.name, state or "UNKNOWN").observe(time.perf_counter() - started)
         if state == "SUCCESS":  # stages are named as their queues (memory.retract, on extract's, notes its own)
             try:
-                get_runtime().state.stages.note_progress(stage_of(task))
+                get_mneme().state.stages.note_progress(stage_of(task))
             except Exception:  # noqa: BLE001 - progress is for /healthz; it never fails a task
                 log.debug("could not note progress of %s", stage_of(task))
     logs.clear_task()
 
 
 @signals.task_failure.connect
-def _task_failed(sender: Task | None = None, **_: object) -> None:
+def _task_failed(sender: Task[Any, Any] | None = None, **_: object) -> None:
     if sender is not None:
         telemetry.TASK_FAILURES.labels(sender.name, stage_of(sender)).inc()
 
 
 @signals.before_task_publish.connect
-def _pass_request_id(headers: dict | None = None, **_: object) -> None:
+def _pass_request_id(headers: dict[str, Any] | None = None, **_: object) -> None:
     rid = logs.request_id.get()
     if rid and headers is not None:
         headers.setdefault(REQUEST_ID_HEADER, rid)

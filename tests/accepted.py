@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 
 from memory.extraction import extract
+from memory.mneme import Mneme
 from memory.models import Message
-from memory.runtime import Runtime
 from memory.state import keys
 from memory.state.jobs import JobWork
 
 
-def accepted_message(rt: Runtime, job_id: str) -> Message:
+def accepted_message(rt: Mneme, job_id: str) -> Message:
     tenant, user_id, session_id, message_id = json.loads(rt.state.client.hget(keys.job(job_id), "who"))
     record, full_text = rt.state.working.get(tenant, session_id, message_id)
     return Message(tenant=tenant, user_id=user_id, session_id=session_id, device_id=record.device_id,
@@ -22,7 +22,7 @@ def accepted_message(rt: Runtime, job_id: str) -> Message:
                    received_at=record.received_at)
 
 
-def write_job(rt: Runtime, job_id: str, user_id: str = "u", session_id: str = "s", tenant: str = "default",
+def write_job(rt: Mneme, job_id: str, user_id: str = "u", session_id: str = "s", tenant: str = "default",
               payload: str | None = None, work: str | None = None) -> None:
     """A job record as the API writes it (``payload``: its message as stored; ``work``: what extraction
     left for embed and graph, as stored)."""
@@ -34,7 +34,7 @@ def write_job(rt: Runtime, job_id: str, user_id: str = "u", session_id: str = "s
         rt.state.client.hset(keys.job(job_id), "work", work)  # as extraction leaves it, malformed if the test says so
 
 
-def reopen_job(rt: Runtime, job_id: str) -> Message:
+def reopen_job(rt: Mneme, job_id: str) -> Message:
     """A done job put back to "extracted, embed and graph not yet acknowledged", its input restored: what the
     redelivery of its tasks after a kill -9 sees."""
     message = accepted_message(rt, job_id)

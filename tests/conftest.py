@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from memory.runtime import Runtime
+from memory.mneme import Mneme
 from tests.server_process import ServerProcess
 from tests.stacks import running_stack
 from workers.client import MnemeClient
@@ -56,8 +56,8 @@ def valkey_url(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def runtime(stack) -> Runtime:
-    return Runtime(stack.settings)
+def runtime(stack) -> Mneme:
+    return Mneme(stack.settings)
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ import httpx
 import pytest
 
 from memory import ids
-from memory.beliefs import Beliefs
 from memory.errors import InvalidInput
 from memory.graph import Status
 from memory.models import Fact, FactSource, Relation
+from memory.services.semantic import SemanticMemory
 from memory.settings import Settings
 from memory.state.reviews import Reviews
 from memory.vocabulary import half_life_days, relation
@@ -107,7 +107,7 @@ def fact(uid, rel, obj, conf, device, evidence):
 
 @pytest.fixture
 def brain(runtime):
-    return Beliefs(runtime.graph, Reviews(runtime.state.client), runtime.settings)
+    return SemanticMemory(runtime.semantic.store, Reviews(runtime.state.client), runtime.trail, runtime.settings)
 
 
 def test_same_belief_from_another_device_keeps_the_higher_confidence(brain, uid):

@@ -11,10 +11,10 @@ import time
 import httpx
 import numpy as np
 
-from memory import maintenance
 from memory.archive import decode, user_prefix
 from memory.episodic import ALL_STATUSES
 from memory.graph import Status
+from memory.services import maintenance
 from memory.state import keys
 from memory.userhash import user_hash
 
@@ -91,7 +91,7 @@ def assert_held_under_child_rules(stack, rt, client, user, zh, en, sessions):
         raw = session_values(rt, session_id)
         assert not [v for v in raw if zh in v or en in v], session_id
         assert any("enc:v1:" in v for v in raw)
-    rows = rt.episodic_store.dump(T, user, statuses=ALL_STATUSES, limit=10**6)
+    rows = rt.episodic.store.dump(T, user, statuses=ALL_STATUSES, limit=10**6)
     assert rows
     for event, vector in rows:
         shown = rt.episodic.reveal(event)
@@ -117,8 +117,8 @@ def test_setting_child_mode_brings_what_is_held_under_child_rules(stack, runtime
     client.wait(jobs)
     undone = client.rollback(b)  # 撤回: m11 is kept only by an older snapshot now
     poll(lambda: client.job(jobs[-2]).state == "retracted", "the undone message's retraction")
-    maintenance.archive_user(runtime, T, user, maintenance.Report(), time.time())  # the small talk goes cold
-    assert runtime.archive.list(user_prefix(T, user))
+    runtime.maintenance.archive_user(T, user, maintenance.Report(), time.time())  # the small talk goes cold
+    assert runtime.maintenance.archive.list(user_prefix(T, user))
     assert {b.relation for b in client.profile(user, include_inactive=True).beliefs} >= {"name", "likes"}
     assert client.profile(user).open_reviews  # "I like" then "I can't stand": both claims wait for a human
     assert any(zh in v for v in session_values(runtime, a))  # an adult's working memory is plaintext
@@ -131,12 +131,12 @@ def test_setting_child_mode_brings_what_is_held_under_child_rules(stack, runtime
     assert client.message(a, "m5").content == reply and client.messages(a).messages[5].truncated
     assert [m.content for m in client.messages(b, version=undone.version - 1).messages] == [
         f"今天{zh}和{en}一起去了博物馆", f"我喜欢{zh}天文学"]  # the rolled-back record, sealed and readable
-    for name in runtime.archive.list(user_prefix(T, user)):
-        for r in decode(runtime.archive.get(name)):
+    for name in runtime.maintenance.archive.list(user_prefix(T, user)):
+        for r in decode(runtime.maintenance.archive.get(name)):
             event, vector = maintenance.from_record(r)
             shown = runtime.episodic.reveal(event)
             assert (shown.summary, shown.text, event.tokens) == ("", "", []) and not np.any(vector)
-    assert runtime.graph.relations(T, user, statuses=tuple(Status)) == []  # with their evidence
+    assert runtime.semantic.store.relations(T, user, statuses=tuple(Status)) == []  # with their evidence
     leaks = {k: v for k, v in redis_values(runtime).items() if any(zh in x or en in x for x in v)}
     assert leaks == {}
     wait_aof_rewrite(runtime, rewrites)

@@ -275,11 +275,11 @@ def test_erase_needs_yes_and_prints_the_receipt(client, runtime, cli, uid):
     assert receipt["complete"] and not any(receipt["remaining"].values())
     assert receipt["removed"]["messages"] == 1 and receipt["removed"]["episodic_events"] >= 1
     assert user not in done.stdout  # the receipt names the hashed user only
-    assert runtime.beliefs.profile("default", user) == []
+    assert runtime.semantic.profile("default", user) == []
 
 
 def test_audit_verify_exit_codes(stack, runtime, cli, tmp_path, uid):
-    runtime.audit.write([record(runtime.user_hash_key, "default", f"u{uid}", "test.cli", f"cli:{uid}:{i}", "test",
+    runtime.trail.sink.write([record(runtime.user_hash_key, "default", f"u{uid}", "test.cli", f"cli:{uid}:{i}", "test",
                                 "human") for i in range(3)])
     live = Path(stack.settings.audit.removeprefix("file://"))
     copy = tmp_path / "audit.jsonl"

@@ -53,7 +53,7 @@ def test_episodic_index_holds_no_plaintext_but_authorised_recall_gets_the_text(c
 
 def test_destroying_a_users_key_makes_their_text_unreadable(client, uid, runtime):
     [job] = remember_all(client, uid, ["我的银行卡密码提示是小猫"])
-    [stored] = runtime.episodic_store.get("default", f"u{uid}", job.event_ids)
+    [stored] = runtime.episodic.store.get("default", f"u{uid}", job.event_ids)
     assert "小猫" in runtime.episodic.reveal(stored).text
     runtime.user_keys.destroy("default", f"u{uid}")
     fresh = type(runtime)(runtime.settings)  # a process that never cached the old key
@@ -94,5 +94,5 @@ def test_one_embed_batch_never_mixes_up_users_sharing_a_message_id(runtime, uid)
                                         session_id=message.session_id, message_id=message.message_id))
     pipeline.embed_stage(runtime, items)
     for item in items:
-        [stored] = runtime.episodic_store.get("default", item.user_id, [item.events[0].event_id])
+        [stored] = runtime.episodic.store.get("default", item.user_id, [item.events[0].event_id])
         assert runtime.episodic.reveal(stored).text == item.text

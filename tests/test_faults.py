@@ -53,8 +53,8 @@ from memory.audit import verify
 from memory.episodic import ALL_STATUSES, MERGED
 from memory.extraction import extract
 from memory.graph import Status
+from memory.mneme import Mneme
 from memory.models import Fact, Message
-from memory.runtime import Runtime
 from memory.sqlite import sqlite_path
 from memory.state import keys
 from memory.text import clean
@@ -134,8 +134,8 @@ def fstack(tmp_path_factory) -> Iterator[Stack]:
 
 
 @pytest.fixture(scope="module")
-def rt(fstack) -> Runtime:
-    return Runtime(fstack.settings)
+def rt(fstack) -> Mneme:
+    return Mneme(fstack.settings)
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +176,7 @@ def wait_until(check, timeout: float, what: str, interval: float = 0.05):
     raise TimeoutError(f"{what}: not after {timeout}s")
 
 
-def unacked(rt: Runtime) -> dict[str, tuple[str, str, str]]:
+def unacked(rt: Mneme) -> dict[str, tuple[str, str, str]]:
     """kombu's in-flight messages: delivery tag → (queue, task name, task id)."""
     out = {}
     for tag, value in rt.state.client.hgetall("unacked").items():
@@ -190,25 +190,25 @@ def task_kwargs(raw: dict) -> dict:
     return json.loads(base64.b64decode(body) if raw["properties"].get("body_encoding") == "base64" else body)[1]
 
 
-def queued(rt: Runtime, queue: str) -> list[dict]:
+def queued(rt: Mneme, queue: str) -> list[dict]:
     return [json.loads(v) for v in rt.state.client.lrange(queue, 0, -1)]
 
 
-def drain(rt: Runtime, timeout: float = 60.0) -> None:
+def drain(rt: Mneme, timeout: float = 60.0) -> None:
     """Every queue empty and nothing in flight (kombu keeps late-ack messages in 'unacked')."""
     wait_until(lambda: sum(rt.state.client.llen(q) for q in QUEUES) == 0 and rt.state.client.hlen("unacked") == 0,
                timeout, f"queues drained (queued {[rt.state.client.llen(q) for q in QUEUES]}, "
                         f"in flight {rt.state.client.hlen('unacked')})")
 
 
-def job_states(rt: Runtime, job_ids: list[str]) -> dict[str, str | None]:
+def job_states(rt: Mneme, job_ids: list[str]) -> dict[str, str | None]:
     pipe = rt.state.client.pipeline(transaction=False)
     for job_id in job_ids:
         pipe.hget(keys.job(job_id), "state")
     return dict(zip(job_ids, pipe.execute(), strict=True))
 
 
-def wait_done(rt: Runtime, job_ids: list[str], timeout: float) -> float:
+def wait_done(rt: Mneme, job_ids: list[str], timeout: float) -> float:
     """Seconds until every job is done; fails naming the jobs that are not."""
     started = time.monotonic()
     deadline = started + timeout
@@ -276,7 +276,7 @@ def post(stack: Stack, user: str, n: int, session: str | None = None) -> str:
                                content=content).job_id
 
 
-def sent_message(rt: Runtime, job_id: str) -> Message:
+def sent_message(rt: Mneme, job_id: str) -> Message:
     """The message a job of this module was accepted for: its ids from the job, its text from the template
     (``m{n}`` was sent with ``TEMPLATES[n]``; working memory no longer holds the older ones)."""
     tenant, user_id, session_id, message_id = json.loads(rt.state.client.hget(keys.job(job_id), "who"))
@@ -286,7 +286,7 @@ def sent_message(rt: Runtime, job_id: str) -> Message:
                    content=clean(content), client_ts=0.0)
 
 
-def expected(rt: Runtime, job_ids: list[str]) -> tuple[dict[str, str], list[Fact]]:
+def expected(rt: Mneme, job_ids: list[str]) -> tuple[dict[str, str], list[Fact]]:
     """What the rules make of each accepted message: event id → message id, facts."""
     events: dict[str, str] = {}
     facts: list[Fact] = []
@@ -300,7 +300,7 @@ def expected(rt: Runtime, job_ids: list[str]) -> tuple[dict[str, str], list[Fact
     return events, facts
 
 
-def assert_exactly_once(rt: Runtime, stack: Stack, sent: list[tuple[str, str]], audit: bool = True) -> dict[str, int]:
+def assert_exactly_once(rt: Mneme, stack: Stack, sent: list[tuple[str, str]], audit: bool = True) -> dict[str, int]:
     """Every job done; every expected event stored once (or merged once into a similar event of the
     user); every fact's evidence recorded once; the audit chain intact and (``audit``) holding every graph write."""
     states = job_states(rt, [job_id for _, job_id in sent])
@@ -312,20 +312,20 @@ def assert_exactly_once(rt: Runtime, stack: Stack, sent: list[tuple[str, str]], 
         by_user.setdefault(user, []).append(job_id)
     for user, job_ids in by_user.items():
         want_events, want_facts = expected(rt, job_ids)
-        rows = {e.event_id: e for e, _ in rt.episodic_store.dump(TENANT, user, statuses=ALL_STATUSES, limit=100_000)}
+        rows = {e.event_id: e for e, _ in rt.episodic.store.dump(TENANT, user, statuses=ALL_STATUSES, limit=100_000)}
         stored = {i: e for i, e in rows.items() if e.status != MERGED}
         merged = {i: e.canonical_id for i, e in rows.items() if e.status == MERGED}
         assert set(rows) == set(want_events), (
             f"{user}: lost {sorted(set(want_events) - set(rows))}, unexpected {sorted(set(rows) - set(want_events))}")
         assert all(target in stored for target in merged.values())
         assert {e.status for e in stored.values()} == {"live"}, "no event may be evicted here"
-        assert rt.episodic_store.live_count(TENANT, user) == len(stored)
+        assert rt.episodic.store.live_count(TENANT, user) == len(stored)
         # a merge adds 1 to its target's count: a second application of any event would show here
         assert sum(e.count for e in stored.values()) == len(want_events), f"{user}: an event applied twice"
         assert Counter(m for e in stored.values() for m in e.message_ids) == Counter(want_events.values())
 
-        relations = rt.graph.relations(TENANT, user, statuses=list(Status))
-        evidence = rt.graph.evidence([r.rel_id for r in relations])
+        relations = rt.semantic.store.relations(TENANT, user, statuses=list(Status))
+        evidence = rt.semantic.store.evidence([r.rel_id for r in relations])
         got = Counter((row.rel_id, row.evidence_id, row.source.value) for row in evidence)
         want = Counter((ids.relation_id(TENANT, user, f.relation.value, ids.concept_id(TENANT, f.object)),
                         f.evidence_id, f.source.value) for f in want_facts)
@@ -359,14 +359,14 @@ def audited_graph_writes(stack: Stack) -> Counter:
     return audited
 
 
-def missing_audit_records(stack: Stack, rt: Runtime, sent: list[tuple[str, str]]) -> set[tuple[str, str]]:
+def missing_audit_records(stack: Stack, rt: Mneme, sent: list[tuple[str, str]]) -> set[tuple[str, str]]:
     """Graph evidence of these messages' users that has no audit record."""
     audited = {(r, e) for r, e, _ in audited_graph_writes(stack)}
     users = {user for user, _ in sent}
     written = set()
     for user in users:
-        relations = rt.graph.relations(TENANT, user, statuses=list(Status))
-        written |= {(row.rel_id, row.evidence_id) for row in rt.graph.evidence([r.rel_id for r in relations])}
+        relations = rt.semantic.store.relations(TENANT, user, statuses=list(Status))
+        written |= {(row.rel_id, row.evidence_id) for row in rt.semantic.store.evidence([r.rel_id for r in relations])}
     return written - audited
 
 
@@ -497,7 +497,7 @@ def test_kill_9_twenty_times_loses_and_duplicates_nothing(fstack, rt, celery, ui
 
 # --- 2. poison messages ------------------------------------------------------------------------------
 
-def _prepared_job(rt: Runtime, user: str) -> str:
+def _prepared_job(rt: Mneme, user: str) -> str:
     """A job record as the API writes it, for a task sent straight to the broker."""
     job_id = f"poison-{os.urandom(6).hex()}"
     write_job(rt, job_id, user_id=user, session_id=f"{user}-s", tenant=TENANT)
@@ -630,12 +630,12 @@ def test_a_redelivered_graph_task_changes_nothing_after_a_newer_value(fstack, rt
         second = client.remember(user_id=user, session_id=f"{user}-s", message_id="m2", role="user",
                                  content="我叫小明")
         wait_done(rt, [second.job_id], timeout=30)
-    before = [(b.object, b.stored_confidence, b.why) for b in rt.beliefs.profile(TENANT, user)]
+    before = [(b.object, b.stored_confidence, b.why) for b in rt.semantic.profile(TENANT, user)]
     reopen_job(rt, first.job_id)  # its graph branch not acknowledged, its input still held
     celery.send_task("memory.upsert_graph", kwargs={"job_id": first.job_id})
     drain(rt)
     wait_until(lambda: rt.state.client.hget(keys.job(first.job_id), "done:graph"), 30, "the graph task ran again")
-    after = [(b.object, b.stored_confidence, b.why) for b in rt.beliefs.profile(TENANT, user)]
+    after = [(b.object, b.stored_confidence, b.why) for b in rt.semantic.profile(TENANT, user)]
     assert after == before
 
 
@@ -652,7 +652,7 @@ def test_an_audit_message_lost_by_the_broker_is_written_after_all(fstack, rt, ce
         job = post(stack, user, 0)  # 我喜欢物理第0课: one graph write, one audit record
         wait_done(rt, [job], timeout=30)
         done_at = time.monotonic()
-        rel_ids = {r.rel_id for r in rt.graph.relations(TENANT, user, statuses=list(Status))}
+        rel_ids = {r.rel_id for r in rt.semantic.store.relations(TENANT, user, statuses=list(Status))}
 
         def ours() -> list[str]:  # other tests' audit tasks may wait in the queue too: this user's only
             return [raw for raw in rt.state.client.lrange("audit", 0, -1)
@@ -767,7 +767,7 @@ def test_redis_restart_keeps_working_memory_and_every_queued_job(fstack, rt, uid
           f"{done_s:.1f}s after the workers restarted; {totals}")
 
 
-def _redis_answers(rt: Runtime) -> bool:
+def _redis_answers(rt: Mneme) -> bool:
     try:
         return bool(rt.state.client.ping())
     except Exception:  # noqa: BLE001 - connection refused or still loading the AOF

@@ -4,7 +4,7 @@ answers, the message is never lost."""
 
 import pytest
 
-from memory.runtime import Runtime
+from memory.mneme import Mneme
 from tests.llm_stub import StubLLM
 from tests.stacks import running_stack
 from workers.client import MnemeClient
@@ -53,13 +53,13 @@ def test_llm_types_what_the_rules_could_not(llm_client, stub, uid):
     (lambda s: s.fail(500), "http_500"),
 ])
 def test_llm_failure_falls_back_to_the_rules_and_is_counted(llm_client, llm_stack, stub, uid, behave, reason):
-    before = Runtime(llm_stack.settings).state.llm_usage.failures().get(reason, 0)
+    before = Mneme(llm_stack.settings).state.llm_usage.failures().get(reason, 0)
     behave(stub)
     job = send(llm_client, uid, "The meeting moved to Thursday afternoon")
     assert job.state == "done" and job.llm == reason
     [hit] = llm_client.recall(user_id=f"u{uid}", query="meeting Thursday", k=1).events
     assert hit.event_type == "statement" and hit.message_ids == ["m0"]  # the rules' event: nothing lost
-    assert Runtime(llm_stack.settings).state.llm_usage.failures()[reason] == before + 1
+    assert Mneme(llm_stack.settings).state.llm_usage.failures()[reason] == before + 1
 
 
 def test_typed_messages_skip_the_llm(llm_client, stub, uid):

@@ -70,7 +70,7 @@ def test_redelivered_tasks_have_no_second_effect(client, uid, runtime, celery):
     accepted = client.remember(user_id=user, session_id=f"s{uid}", message_id="m1", role="user",
                                content="我今年17岁，我喜欢物理")
     [job] = client.wait([accepted.job_id])
-    before_facts = runtime.beliefs.profile("default", user)
+    before_facts = runtime.semantic.profile("default", user)
     before_events = runtime.episodic.store.get("default", user, job.event_ids)
     reopen_job(runtime, accepted.job_id)  # as a kill -9 before the acks leaves it: every stage comes back
     for _ in range(2):  # the broker redelivers every stage, twice
@@ -78,7 +78,7 @@ def test_redelivered_tasks_have_no_second_effect(client, uid, runtime, celery):
             celery.send_task(task, kwargs={"job_id": accepted.job_id})
     drain(runtime)
     assert [j.state for j in client.wait([accepted.job_id])] == ["done"]
-    after_facts = runtime.beliefs.profile("default", user)
+    after_facts = runtime.semantic.profile("default", user)
     assert [(f.rel_id, f.stored_confidence, f.why) for f in after_facts] == \
            [(f.rel_id, f.stored_confidence, f.why) for f in before_facts]
     assert runtime.episodic.store.get("default", user, job.event_ids) == before_events
@@ -102,7 +102,7 @@ def test_duplicate_post_is_not_processed_twice(client, uid, runtime):
     again = client.remember(user_id=f"u{uid}", session_id=f"s{uid}", message_id="m1", role="user",
                             content="I don't understand torque")
     assert again.duplicate and again.job_id == first.job_id
-    [fact] = runtime.beliefs.profile("default", f"u{uid}")
+    [fact] = runtime.semantic.profile("default", f"u{uid}")
     assert len(fact.event_ids) == 1 and fact.stored_confidence == pytest.approx(0.7)
 
 

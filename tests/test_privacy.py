@@ -9,8 +9,7 @@ import httpx
 import pytest
 
 import beat_schedule
-from memory import erasure
-from memory.runtime import Runtime
+from memory.mneme import Mneme
 from memory.settings import Settings
 from memory.state import keys
 from tests.stacks import running_stack
@@ -25,8 +24,8 @@ def pstack(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def prt(pstack) -> Runtime:
-    return Runtime(pstack.settings)
+def prt(pstack) -> Mneme:
+    return Mneme(pstack.settings)
 
 
 @pytest.fixture
@@ -80,7 +79,7 @@ def test_a_child_gets_no_graph_content_free_events_and_an_encrypted_window(pstac
     policy = httpx.get(f"{pstack.api_url}/v1/users/{user}/consent").json()
     assert policy["child"] is True and "declared" in policy["child_by"]
     assert profile(pstack, user) == []  # not even the age: no graph writes for a child
-    [stored] = prt.episodic_store.get("default", user, job.event_ids[:1])
+    [stored] = prt.episodic.store.get("default", user, job.event_ids[:1])
     shown = prt.episodic.reveal(stored)
     assert (shown.summary, shown.keywords, shown.text) == ("", [], "") and stored.event_type == "age_declaration"
     say(api, user, [("user", f"我最喜欢的老师是王老师{uid}")], start=1)
@@ -126,7 +125,7 @@ def test_erasure_leaves_nothing_of_the_user_in_any_store(pstack, prt, api, uid):
     assert profile(pstack, user) == [] and api.recall(user_id=user, query=secret).events == []
     _wait_aof_rewrite(prt)
     rewrites = prt.state.client.info("persistence")["aof_rewrites"]
-    sweep = erasure.sweep(prt)  # the hourly sweeper: verifies, and rewrites the AOF now the queue has drained
+    sweep = prt.privacy.sweep()  # the hourly sweeper: verifies, and rewrites the AOF now the queue has drained
     assert sweep["checked"] >= 1 and sweep["incomplete"] == 0
     _wait_aof_rewrite(prt, after=rewrites)
     leaks = [str(p.relative_to(pstack.data_dir)) for p in pstack.data_dir.rglob("*")
@@ -186,21 +185,20 @@ def test_old_small_talk_moves_to_cold_storage_and_can_come_back(pstack, prt, api
     consent(pstack, user)
     [job] = say(api, user, [("user", "哈哈")], ts=time.time() - 45 * 86400)
     [fresh] = say(api, user, [("user", "我喜欢天文学")], start=1)
-    from memory import maintenance
 
-    report = maintenance.run(prt, maintenance.archive_user, dry_run=True)
-    assert report.events >= 1 and prt.episodic_store.get("default", user, job.event_ids)  # dry run: still hot
-    maintenance.run(prt, maintenance.archive_user)
-    maintenance.run(prt, maintenance.archive_user)  # twice is harmless
-    assert prt.episodic_store.get("default", user, job.event_ids) == []
-    assert prt.episodic_store.get("default", user, fresh.event_ids)  # recent and meaningful: stays
+    report = prt.maintenance.run(prt.maintenance.archive_user, dry_run=True)
+    assert report.events >= 1 and prt.episodic.store.get("default", user, job.event_ids)  # dry run: still hot
+    prt.maintenance.run(prt.maintenance.archive_user)
+    prt.maintenance.run(prt.maintenance.archive_user)  # twice is harmless
+    assert prt.episodic.store.get("default", user, job.event_ids) == []
+    assert prt.episodic.store.get("default", user, fresh.event_ids)  # recent and meaningful: stays
     from memory.archive import decode, user_prefix
 
-    [name] = prt.archive.list(user_prefix("default", user))
-    [record] = decode(prt.archive.get(name))
+    [name] = prt.maintenance.archive.list(user_prefix("default", user))
+    [record] = decode(prt.maintenance.archive.get(name))
     assert record["event_type"] == "small_talk" and "哈哈" not in json.dumps(record, ensure_ascii=False)
-    assert maintenance.restore_user(prt, "default", user) == 1
-    [back] = prt.episodic_store.get("default", user, job.event_ids)
+    assert prt.maintenance.restore_user("default", user) == 1
+    [back] = prt.episodic.store.get("default", user, job.event_ids)
     assert prt.episodic.reveal(back).text == "哈哈"
 
 
@@ -209,10 +207,9 @@ def test_the_same_type_five_times_a_week_is_noise(pstack, prt, api, uid):
     consent(pstack, user)
     jobs = say(api, user, [("user", t) for t in ["点了提交没反应", "上传又失败了", "打不开了", "又报错了", "还是用不了",
                                                   "我喜欢几何"]])
-    from memory import maintenance
 
-    maintenance.run(prt, maintenance.downweight_noise)
-    events = {e.event_type: e for e in prt.episodic_store.get("default", user, [i for j in jobs for i in j.event_ids])}
+    prt.maintenance.run(prt.maintenance.downweight_noise)
+    events = {e.event_type: e for e in prt.episodic.store.get("default", user, [i for j in jobs for i in j.event_ids])}
     assert events["operation_failure"].noise == pytest.approx(0.3) and events["preference"].noise == 1.0
     hits = api.recall(user_id=user, query="提交没反应", k=5).events
     hit = next(h for h in hits if h.event_type == "operation_failure")

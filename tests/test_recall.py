@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from memory.episodic import ALL_STATUSES
-from memory.runtime import Runtime
+from memory.mneme import Mneme
 from tests.stacks import running_stack
 from workers.client import MnemeClient
 
@@ -39,7 +39,7 @@ def small_layer(tmp_path_factory):
     """A stack whose event layer holds 20 events per user, so a test overflows it with a few dozen messages."""
     with running_stack(tmp_path_factory, "small-layer", MNEME_EVENTS_CAP="20", MNEME_CONSENT_REQUIRED="false") as s:
         with MnemeClient(s.api_url) as c:
-            yield s, Runtime(s.settings), c
+            yield s, Mneme(s.settings), c
 
 
 def test_a_fact_said_early_stays_findable_after_the_event_layer_overflows(small_layer, uid):
@@ -53,19 +53,19 @@ def test_a_fact_said_early_stays_findable_after_the_event_layer_overflows(small_
     post(client, user, items)
     result = client.recall(user_id=user, query="what's the code for my gym locker?", k=5)
     assert "fact" in ids_of(result)[:3], ([h.summary for h in result.events], result.degraded, result.notes)
-    rows = [e for e, _ in runtime.episodic_store.dump("default", user, statuses=ALL_STATUSES, limit=10_000)]
-    assert runtime.episodic_store.live_count("default", user) == 20 and len(rows) == 81  # none deleted
+    rows = [e for e, _ in runtime.episodic.store.dump("default", user, statuses=ALL_STATUSES, limit=10_000)]
+    assert runtime.episodic.store.live_count("default", user) == 20 and len(rows) == 81  # none deleted
     evicted = {e.event_type.value for e in rows if e.status == "evicted"}
     live = {e.event_type.value for e in rows if e.status == "live"}
     assert "feedback" in evicted and not ("statement" in evicted and "feedback" in live)  # thanks leave first
 
     # the forgetting the design names covers the deep tier too: delete-by-type, then erasure
     httpx.delete(f"{stack.api_url}/v1/users/{user}/events", params={"event_type": "small_talk"}).raise_for_status()
-    rows = [e for e, _ in runtime.episodic_store.dump("default", user, statuses=ALL_STATUSES, limit=10_000)]
+    rows = [e for e, _ in runtime.episodic.store.dump("default", user, statuses=ALL_STATUSES, limit=10_000)]
     assert rows and not [e for e in rows if e.event_type.value == "small_talk"]
     receipt = client.erase(user)
     assert receipt.complete and receipt.remaining["episodic_events"] == 0
-    assert runtime.episodic_store.dump("default", user, statuses=ALL_STATUSES, limit=1) == []
+    assert runtime.episodic.store.dump("default", user, statuses=ALL_STATUSES, limit=1) == []
 
 
 def test_a_rare_name_beats_chit_chat_the_embedder_likes(client, uid):

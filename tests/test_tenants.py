@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from memory.errors import InvalidInput
-from memory.runtime import Runtime
+from memory.mneme import Mneme
 from memory.state import keys
 from tests.stacks import running_stack
 from workers.client import MnemeClient
@@ -20,8 +20,8 @@ def tstack(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def trt(tstack) -> Runtime:
-    return Runtime(tstack.settings)
+def trt(tstack) -> Mneme:
+    return Mneme(tstack.settings)
 
 
 def client_for(tstack, trt, tenant, rate_limit=600):

@@ -116,7 +116,7 @@ def test_undoing_the_message_an_event_was_made_from_keeps_what_another_message_m
     assert facts and all(ids == ["m2"] for ids in facts.values())  # still believed, held by m2 alone
     [hit] = client.recall(user_id=f"u{uid}", query="加速度和速度搞混").events
     assert (hit.tier, hit.count) == ("event", 1)
-    rows = runtime.episodic_store.dump(TENANT, f"u{uid}", statuses=ALL_STATUSES)
+    rows = runtime.episodic.store.dump(TENANT, f"u{uid}", statuses=ALL_STATUSES)
     assert {e.message_id for e, _ in rows} == {"m2"}
 
 
@@ -137,15 +137,15 @@ def test_retracting_again_changes_nothing(client, uid, runtime, stack):
     client.wait([accepted.job_id])
     client.rollback(f"a{uid}")
     wait_retracted(client, accepted.job_id)
-    before = (runtime.episodic_store.dump(TENANT, f"u{uid}", statuses=ALL_STATUSES),
-              runtime.beliefs.profile(TENANT, f"u{uid}", include_inactive=True), client.job(accepted.job_id))
+    before = (runtime.episodic.store.dump(TENANT, f"u{uid}", statuses=ALL_STATUSES),
+              runtime.semantic.profile(TENANT, f"u{uid}", include_inactive=True), client.job(accepted.job_id))
     celery = create_celery(stack.settings)
     for _ in range(2):  # the broker redelivers the retraction, twice
         celery.send_task("memory.retract", queue="extract", kwargs={
             "tenant": TENANT, "user_id": f"u{uid}", "session_id": f"a{uid}", "message_ids": ["m1"]})
     wait_until(lambda: drained(runtime), "drained")
-    after = (runtime.episodic_store.dump(TENANT, f"u{uid}", statuses=ALL_STATUSES),
-             runtime.beliefs.profile(TENANT, f"u{uid}", include_inactive=True), client.job(accepted.job_id))
+    after = (runtime.episodic.store.dump(TENANT, f"u{uid}", statuses=ALL_STATUSES),
+             runtime.semantic.profile(TENANT, f"u{uid}", include_inactive=True), client.job(accepted.job_id))
     assert after == before
 
 
@@ -160,7 +160,7 @@ def test_undoing_a_message_whose_work_is_still_queued_leaves_nothing_of_it(clien
         stack.wait_ready(wait_embedder=False)
     wait_retracted(client, accepted.job_id)
     wait_until(lambda: drained(runtime), "drained")
-    assert runtime.episodic_store.dump(TENANT, f"u{uid}", statuses=ALL_STATUSES) == []
-    assert runtime.beliefs.profile(TENANT, f"u{uid}", include_inactive=True) == []
+    assert runtime.episodic.store.dump(TENANT, f"u{uid}", statuses=ALL_STATUSES) == []
+    assert runtime.semantic.profile(TENANT, f"u{uid}", include_inactive=True) == []
     events, facts = recalled(client, uid, "天文学 我几岁")
     assert not events and not facts

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 
 from memory.audit import record
-from memory.runtime import Runtime
+from memory.mneme import Mneme
 from memory.settings import Settings
 from memory.state import keys
 from memory.state.policy import Policies
@@ -20,12 +20,12 @@ def plain_sha256(tenant: str, user_id: str) -> str:
     return hashlib.sha256(f"{tenant}\x1f{user_id}".encode()).hexdigest()[:32]
 
 
-def runtime_with(data_dir: Path, master: bytes | None = None) -> Runtime:
+def runtime_with(data_dir: Path, master: bytes | None = None) -> Mneme:
     key = base64.b64encode(master).decode() if master else ""
-    return Runtime(Settings(_env_file=None, data_dir=data_dir, master_key=key))
+    return Mneme(Settings(_env_file=None, data_dir=data_dir, master_key=key))
 
 
-def hashed(rt: Runtime, tenant: str, user_id: str) -> str:
+def hashed(rt: Mneme, tenant: str, user_id: str) -> str:
     return record(rt.user_hash_key, tenant, user_id, "test.hash", "test:1", "test", "human")["user"]
 
 

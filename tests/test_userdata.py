@@ -5,7 +5,7 @@ takes user text, is tests/test_privacy.py's erasure test (it scans every byte Mn
 import inspect
 
 from memory import userdata
-from memory.runtime import Runtime
+from memory.mneme import Mneme
 from memory.settings import Settings
 from memory.state import keys
 
@@ -33,7 +33,7 @@ def test_every_key_family_is_erased_by_a_store_or_holds_no_user_data():
 
 
 def test_every_named_store_exists_and_the_key_goes_last(tmp_path):
-    rt = Runtime(Settings(_env_file=None, redis_url="redis://127.0.0.1:1/0", data_dir=tmp_path))  # nothing opened
+    rt = Mneme(Settings(_env_file=None, redis_url="redis://127.0.0.1:1/0", data_dir=tmp_path))  # nothing opened
     found = userdata.stores(rt)
     assert all(isinstance(s, userdata.UserData) for s in found)  # count, export, erase
     stores = [s.name for s in found]

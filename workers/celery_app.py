@@ -7,6 +7,7 @@ this module creates nothing.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 from celery import Celery
 from kombu import Exchange, Queue
@@ -32,7 +33,7 @@ ROUTES = {
 }
 
 
-def celery_config(settings: Settings) -> dict:
+def celery_config(settings: Settings) -> dict[str, Any]:
     return {
         "broker_url": settings.broker_url,
         "broker_connection_retry_on_startup": True,

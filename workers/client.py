@@ -4,7 +4,9 @@ importing it loads none of the server (no ``memory``, numpy or Redis)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 
 import httpx
 
@@ -42,8 +44,9 @@ class MnemeClient:
     def __exit__(self, *exc: object) -> None:
         self._http.close()
 
-    def _call(self, method: str, path: str, **kwargs) -> dict:
-        response = self._http.request(method, path, **kwargs)
+    def _call(self, method: str, path: str, *, json: Mapping[str, object] | None = None,
+              params: Mapping[str, str | int | float | bool | None] | None = None) -> dict[str, Any]:
+        response = self._http.request(method, path, json=json, params=params)
         if response.status_code >= 400:
             try:
                 body = response.json()
@@ -51,7 +54,8 @@ class MnemeClient:
                 body = {}
             raise MnemeAPIError(response.status_code, body.get("error", "http_error"),
                                 body.get("message", response.text))
-        return response.json()
+        answer: dict[str, Any] = response.json()  # every endpoint answers a JSON object
+        return answer
 
     def remember(self, *, user_id: str, session_id: str, message_id: str, role: Role | str, content: str,
                  client_ts: float | datetime | None = None, device_id: str | None = None,
@@ -85,7 +89,7 @@ class MnemeClient:
         """The user's consent to long-term memory and child mode, as the API keeps them."""
         return Policy.model_validate(self._call("GET", f"/v1/users/{user_id}/consent"))
 
-    def consent(self, user_id: str, long_term: bool = True, operator_id: str = "user") -> dict:
+    def consent(self, user_id: str, long_term: bool = True, operator_id: str = "user") -> dict[str, Any]:
         """Opt the user in to (or out of) long-term memory."""
         return self._call("PUT", f"/v1/users/{user_id}/consent",
                           json={"long_term": long_term, "operator_id": operator_id})

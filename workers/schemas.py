@@ -12,7 +12,7 @@ No class here has a docstring of its own: it would become its schema's descripti
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -310,4 +310,4 @@ class Health(Wire):
 class ErrorBody(Wire):
     error: str
     message: str
-    details: list | None = None
+    details: list[Any] | None = None  # the 422 problems; any items, as the OpenAPI document says

@@ -188,7 +188,8 @@ class S3ColdStore:
         with _boundary(f"get {key!r}"):
             body = self._client.get_object(Bucket=self.bucket, Key=name)["Body"]
             with body:
-                return body.read()
+                data: bytes = body.read()
+                return data
 
     def list(self, prefix: str) -> builtins.list[str]:
         full = self.prefix + check_prefix(prefix)

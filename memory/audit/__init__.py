@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from memory.audit.file import FileAuditLog, VerifyReport, verify
 from memory.episodic import AddReport, Consolidated, Evicted
@@ -28,7 +28,7 @@ RESERVED_FIELDS = ("prev", "hash")  # the file sink's chain fields
 
 
 class AuditSink(Protocol):
-    def write(self, records: Sequence[dict]) -> None:
+    def write(self, records: Sequence[dict[str, Any]]) -> None:
         """Store the records, in order; re-sending a record already stored must do no harm."""
         ...
 
@@ -38,9 +38,9 @@ class AuditSink(Protocol):
 
 
 def record(key: bytes, tenant: str, user_id: str, action: str, record_id: str, operator_id: str, source: str,
-           **fields: object) -> dict:
+           **fields: object) -> dict[str, Any]:
     """One audit record; the same event always gets the same ``id``, so a re-sent record is recognisable.
-    ``key`` hashes the user (``Runtime.user_hash_key``)."""
+    ``key`` hashes the user (``Mneme.user_hash_key``)."""
     clash = [name for name in (*REQUIRED_FIELDS, *RESERVED_FIELDS) if name in fields]
     if clash:
         raise InvalidInput(f"audit record fields {clash} are reserved")
@@ -56,23 +56,23 @@ def record(key: bytes, tenant: str, user_id: str, action: str, record_id: str, o
     }
 
 
-def graph_write_record(key: bytes, change: Change, operator_id: str) -> dict:
+def graph_write_record(key: bytes, change: Change, operator_id: str) -> dict[str, Any]:
     return record(key, change.tenant, change.user_id, f"graph.{change.action}", change.record_id, operator_id,
                   change.source.value, relation=change.relation.value, rel_id=change.rel_id,
                   evidence_id=change.evidence_id, confidence_before=change.before, confidence_after=change.after)
 
 
-def layer_records(key: bytes, report: AddReport) -> list[dict]:
+def layer_records(key: bytes, report: AddReport) -> list[dict[str, Any]]:
     """Audit records of what left the live event layer: moved to the deep tier, or consolidated."""
     return ([eviction_record(key, e) for e in report.evicted]
             + [consolidation_record(key, c) for c in report.consolidated])
 
 
-def consolidation_record(key: bytes, merged: Consolidated) -> dict:
+def consolidation_record(key: bytes, merged: Consolidated) -> dict[str, Any]:
     return record(key, merged.tenant, merged.user_id, "episodic.consolidate", f"consolidate:{merged.event_id}",
                   "pipeline", "cap", event_id=merged.event_id, into=merged.into)
 
 
-def eviction_record(key: bytes, evicted: Evicted) -> dict:
+def eviction_record(key: bytes, evicted: Evicted) -> dict[str, Any]:
     return record(key, evicted.tenant, evicted.user_id, "episodic.evict", f"evict:{evicted.event_id}", "pipeline",
                   "cap", event_id=evicted.event_id, event_type=evicted.event_type.value)

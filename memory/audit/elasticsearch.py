@@ -23,9 +23,10 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -61,6 +62,7 @@ MAPPINGS: dict[str, Any] = {
 }
 
 T = TypeVar("T")
+_Action = tuple[dict[str, Any], dict[str, Any]]  # a _bulk ``create`` line and the record it stores
 
 
 class ElasticsearchAuditSink:
@@ -107,7 +109,7 @@ class ElasticsearchAuditSink:
     def template_name(self) -> str:
         return self.prefix
 
-    def index_for(self, record: dict) -> str:
+    def index_for(self, record: Mapping[str, Any]) -> str:
         """The daily index of the record's own ``ts`` (UTC), so a re-send on another day finds it."""
         try:
             day = datetime.fromtimestamp(record["ts"], UTC)
@@ -122,7 +124,7 @@ class ElasticsearchAuditSink:
     def close(self) -> None:
         self.client.close()
 
-    def write(self, records: Sequence[dict]) -> None:
+    def write(self, records: Sequence[dict[str, Any]]) -> None:
         if not records:
             return
         actions = [self._action(r) for r in records]
@@ -132,24 +134,24 @@ class ElasticsearchAuditSink:
 
     # --- internals -----------------------------------------------------------------------------
 
-    def _action(self, record: dict) -> tuple[dict, dict]:
+    def _action(self, record: dict[str, Any]) -> _Action:
         if not isinstance(record.get("id"), str) or not record["id"]:
             raise InvalidInput(f"audit record without an id: {sorted(record)}")
         if not isinstance(record.get("ts"), int | float) or isinstance(record["ts"], bool):
             raise InvalidInput(f"audit record {record['id']!r} has no numeric ts")
         return {"create": {"_index": self.index_for(record), "_id": record["id"]}}, record
 
-    def _send(self, actions: list[tuple[dict, dict]]) -> None:
+    def _send(self, actions: list[_Action]) -> None:
         """One chunk through ``_bulk``; items rejected with a retryable status are re-sent, alone. Items
         refused for good are reported after the others are through."""
-        refused: list[tuple[tuple[dict, dict], int, Any]] = []
+        refused: list[tuple[_Action, int, object]] = []
         for attempt in range(self._item_retries + 1):
             if attempt:
                 time.sleep(self._item_backoff_s * 2 ** (attempt - 1))
             operations = [part for action in actions for part in action]
-            answer = self._call("bulk write", lambda ops=operations: self.client.bulk(
-                operations=ops, include_source_on_error=False))
-            retry = []
+            answer = self._call("bulk write", partial(self.client.bulk, operations=operations,
+                                                      include_source_on_error=False))
+            retry: list[tuple[_Action, int, object]] = []
             for action, item in zip(actions, answer["items"], strict=True):
                 result = next(iter(item.values()))
                 status = int(result.get("status", 500))
@@ -194,7 +196,7 @@ def _transient(status: int) -> bool:
     return status in RETRY_ON_STATUS or status == 408 or status >= 500
 
 
-def _describe(error: Any) -> str:
+def _describe(error: object) -> str:
     if isinstance(error, dict):
         return f"{error.get('type', 'error')}: {error.get('reason', '')}"
     return str(error)

@@ -146,7 +146,7 @@ class FileAuditLog:
     def path(self) -> Path:
         return self._path
 
-    def write(self, records: Sequence[dict]) -> None:
+    def write(self, records: Sequence[dict[str, Any]]) -> None:
         if not records:
             return
         fd = self._open()

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from pydantic import BaseModel, Field, model_validator
@@ -110,8 +110,8 @@ class AddReport(BaseModel):
 
 class RetractionPlan(BaseModel):
     removed: list[str] = Field(default_factory=list, description="rows made from a retracted message")
-    updates: dict[str, dict] = Field(default_factory=dict, description="event id → fields to set (status, "
-                                                                        "canonical_id, count, message_ids, ts)")
+    updates: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="event id → fields to set (status, canonical_id, count, message_ids, ts)")
 
 
 class EpisodicStore(Protocol):
@@ -236,8 +236,8 @@ def plan_retraction(rows: Sequence[StoredEvent], message_ids: Collection[str]) -
             continue
         heir = head if head_id not in removed else max(left, key=lambda r: (r.said_at, r.event_id))
         kept = [m for m in head.message_ids if m not in gone and m != heir.message_id]
-        fields: dict = {"count": max(1, head.count - (len(members) - len(left))),
-                        "message_ids": [heir.message_id, *kept], "ts": max(r.said_at for r in left)}
+        fields: dict[str, Any] = {"count": max(1, head.count - (len(members) - len(left))),
+                                  "message_ids": [heir.message_id, *kept], "ts": max(r.said_at for r in left)}
         if heir is not head:
             fields.update(status=head.status, canonical_id=None)
             for row in left:

@@ -15,8 +15,9 @@ import math
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -88,6 +89,7 @@ _FIELDS = ("event_id", "tenant", "user_id", "session_id", "ts", "event_type", "r
 _COLUMNS = ", ".join(_FIELDS)
 _ONE = "tenant = ? AND user_id = ? AND event_id = ?"
 K1, B = 1.2, 0.75  # BM25
+_Matched = tuple[str, str, str, int, int]  # a row keyword search matched: event id, text hash, tokens, length, type ok
 
 
 class SQLiteEpisodicStore:
@@ -112,7 +114,7 @@ class SQLiteEpisodicStore:
         self._db.transaction(write)
         return report
 
-    def consolidate(self, tenant, user_id, cap, consolidate_threshold=0.8):
+    def consolidate(self, tenant: str, user_id: str, cap: int, consolidate_threshold: float = 0.8) -> AddReport:
         report = AddReport()
         self._db.transaction(lambda c: _enforce_cap(c, tenant, user_id, cap, consolidate_threshold, report))
         return report
@@ -150,7 +152,8 @@ class SQLiteEpisodicStore:
 
         return self._db.transaction(write)
 
-    def keyword_search(self, tenant, user_id, tokens, types, k, statuses=SEARCHABLE):
+    def keyword_search(self, tenant: str, user_id: str, tokens: Sequence[str], types: Collection[EventType] | None,
+                       k: int, statuses: Collection[str] = SEARCHABLE) -> list[tuple[str, float]]:
         wanted = sorted(set(tokens))
         if not wanted or not statuses:
             return []
@@ -165,7 +168,7 @@ class SQLiteEpisodicStore:
                        WHERE e.doc IN (SELECT rowid FROM events_fts WHERE events_fts MATCH ?)
                        AND e.tenant = ? AND e.user_id = ? {status_sql}"""
 
-        def read(c: sqlite3.Connection) -> tuple[tuple, list]:
+        def read(c: sqlite3.Connection) -> tuple[tuple[int, float | None], list[_Matched]]:
             stats = c.execute(stats_sql, (tenant, user_id, *status_args)).fetchone()
             return stats, c.execute(rows_sql, (*type_args, match, tenant, user_id, *status_args)).fetchall()
 
@@ -174,7 +177,8 @@ class SQLiteEpisodicStore:
             return []
         return _bm25(wanted, rows, texts, avg_length or 1.0)[:k]
 
-    def vector_search(self, tenant, user_id, vector, types, k, statuses=SEARCHABLE):
+    def vector_search(self, tenant: str, user_id: str, vector: np.ndarray, types: Collection[EventType] | None,
+                      k: int, statuses: Collection[str] = SEARCHABLE) -> list[tuple[str, float]]:
         if not statuses:
             return []
         ids, matrix = self._db.run(lambda c: _vectors(c, tenant, user_id, types, statuses))
@@ -184,7 +188,7 @@ class SQLiteEpisodicStore:
         best = np.argsort(-sims, kind="stable")[:k]
         return [(ids[i], float(sims[i])) for i in best]
 
-    def get(self, tenant, user_id, event_ids):
+    def get(self, tenant: str, user_id: str, event_ids: Sequence[str]) -> list[StoredEvent]:
         if not event_ids:
             return []
         marks = ",".join("?" * len(event_ids))
@@ -193,12 +197,16 @@ class SQLiteEpisodicStore:
         found = {r[0]: _event(r) for r in rows}
         return [found[i] for i in event_ids if i in found]
 
-    def live_count(self, tenant, user_id):
+    def live_count(self, tenant: str, user_id: str) -> int:
         sql = f"SELECT COUNT(*) FROM events WHERE tenant = ? AND user_id = ? AND status = '{LIVE}'"
-        return self._db.run(lambda c: c.execute(sql, (tenant, user_id)).fetchone()[0])
+        count: int = self._db.run(lambda c: c.execute(sql, (tenant, user_id)).fetchone()[0])
+        return count
 
-    def dump(self, tenant, user_id, *, types=None, before_ts=None, statuses=(LIVE,), limit=10_000):
-        type_sql, args = _type_filter(types)
+    def dump(self, tenant: str, user_id: str, *, types: Collection[EventType] | None = None,
+             before_ts: float | None = None, statuses: Collection[str] = (LIVE,),
+             limit: int = 10_000) -> list[tuple[StoredEvent, np.ndarray]]:
+        type_sql, type_args = _type_filter(types)
+        args: list[str | float] = [*type_args]
         if before_ts is not None:
             type_sql += " AND e.ts < ?"
             args.append(before_ts)
@@ -208,7 +216,7 @@ class SQLiteEpisodicStore:
         rows = self._db.run(lambda c: c.execute(sql, (tenant, user_id, *statuses, *args, limit)).fetchall())
         return [(_event(r[:-1]), np.frombuffer(r[-1], dtype=np.float32).copy()) for r in rows]
 
-    def delete(self, tenant, user_id, event_ids):
+    def delete(self, tenant: str, user_id: str, event_ids: Sequence[str]) -> int:
         if not event_ids:
             return 0
 
@@ -231,7 +239,7 @@ class SQLiteEpisodicStore:
         self._db.checkpoint()
         return removed
 
-    def retract(self, tenant, user_id, message_ids):
+    def retract(self, tenant: str, user_id: str, message_ids: Sequence[str]) -> int:
         if not message_ids:
             return 0
         user = (tenant, user_id)
@@ -268,7 +276,7 @@ class SQLiteEpisodicStore:
             self._db.checkpoint()
         return removed
 
-    def strip_content(self, tenant, user_id, sealed, lang):
+    def strip_content(self, tenant: str, user_id: str, sealed: Callable[[str], bytes], lang: str) -> int:
         user = (tenant, user_id)
 
         def run(conn: sqlite3.Connection) -> int:
@@ -286,7 +294,7 @@ class SQLiteEpisodicStore:
             self._db.checkpoint()  # no copy of the old pages stays in the write-ahead log
         return stripped
 
-    def update(self, tenant, user_id, event_ids, **fields):
+    def update(self, tenant: str, user_id: str, event_ids: Sequence[str], **fields: float | str) -> int:
         unknown = set(fields) - UPDATABLE
         if unknown or not event_ids or not fields:
             if unknown:
@@ -305,7 +313,7 @@ class SQLiteEpisodicStore:
 
         return self._db.transaction(write)
 
-    def users(self, after=("", ""), limit=1000):
+    def users(self, after: tuple[str, str] = ("", ""), limit: int = 1000) -> list[tuple[str, str]]:
         sql = ("SELECT DISTINCT tenant, user_id FROM events WHERE (tenant, user_id) > (?, ?) "
                "ORDER BY tenant, user_id LIMIT ?")
         return [tuple(r) for r in self._db.run(lambda c: c.execute(sql, (*after, limit)).fetchall())]
@@ -351,7 +359,8 @@ def _insert(conn: sqlite3.Connection, event: StoredEvent, vector: np.ndarray) ->
 
 def _next_doc(conn: sqlite3.Connection) -> int:
     """The next row's number in the full-text index (rows are stored by user, the index needs integers)."""
-    return conn.execute("SELECT COALESCE(MAX(doc), 0) + 1 FROM events").fetchone()[0]
+    doc: int = conn.execute("SELECT COALESCE(MAX(doc), 0) + 1 FROM events").fetchone()[0]
+    return doc
 
 
 def _absorb(conn: sqlite3.Connection, tenant: str, user_id: str, target: str, count: int, confidence: float,
@@ -410,7 +419,7 @@ def _vectors(conn: sqlite3.Connection, tenant: str, user_id: str, types: Collect
     return [r[0] for r in rows], matrix
 
 
-def _bm25(wanted: list[str], rows: list[tuple], texts: int, avg_length: float) -> list[tuple[str, float]]:
+def _bm25(wanted: list[str], rows: list[_Matched], texts: int, avg_length: float) -> list[tuple[str, float]]:
     """Per-user BM25 over the matched rows, normalised by the query's total term weight. A text stored
     under several event types counts once in the statistics."""
     holding: dict[str, set[str]] = {t: set() for t in wanted}
@@ -456,7 +465,7 @@ def _type_filter(types: Collection[EventType] | None) -> tuple[str, list[str]]:
     return f"AND e.event_type IN ({','.join('?' * len(values))})", values
 
 
-def _event(row: tuple) -> StoredEvent:
+def _event(row: tuple[Any, ...]) -> StoredEvent:
     fields = dict(zip(_FIELDS, row, strict=True))
     fields["message_ids"] = json.loads(fields["message_ids"])
     return StoredEvent(**fields)

@@ -67,7 +67,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -218,8 +218,8 @@ class _UserAdd:
 
     handle: Any
     seen: set[str]
-    pending: dict[str, tuple[dict, np.ndarray]] = field(default_factory=dict)  # event id → (properties, vector)
-    stored: dict[str, dict] = field(default_factory=dict)  # stored event id → its properties, as merged so far
+    pending: dict[str, tuple[dict[str, Any], np.ndarray]] = field(default_factory=dict)  # id → (properties, vector)
+    stored: dict[str, dict[str, Any]] = field(default_factory=dict)  # stored event id → its properties, merged so far
     changed: set[str] = field(default_factory=set)  # stored event ids that absorbed an event in this call
 
 
@@ -312,11 +312,12 @@ class WeaviateEpisodicStore:
             batch.changed.add(props["event_id"])
         report.merged[event.event_id] = props["event_id"]
 
-    def _merge_target(self, batch: _UserAdd, event: StoredEvent, vector: np.ndarray, threshold: float) -> dict | None:
+    def _merge_target(self, batch: _UserAdd, event: StoredEvent, vector: np.ndarray,
+                      threshold: float) -> dict[str, Any] | None:
         """The properties (to update in place) of the most similar live event of the same type and
         role, if its cosine reaches ``threshold``: stored ones by an exact near_vector query, ones
         pending in this call by numpy."""
-        best: dict | None = None
+        best: dict[str, Any] | None = None
         best_sim = -np.inf
         hits = batch.handle.query.near_vector(
             vector.tolist(), target_vector=VECTOR, limit=1, return_metadata=MetadataQuery(distance=True),
@@ -530,8 +531,9 @@ class WeaviateEpisodicStore:
         return stripped
 
     @staticmethod
-    def _fetch_all(handle: Any, where: Any) -> list:
-        return handle.query.fetch_objects(filters=where, limit=10_000, return_properties=_READ).objects
+    def _fetch_all(handle: Any, where: Any) -> list[Any]:
+        objects: list[Any] = handle.query.fetch_objects(filters=where, limit=10_000, return_properties=_READ).objects
+        return objects
 
     def update(self, tenant: str, user_id: str, event_ids: Sequence[str], **fields: float | str) -> int:
         unknown = set(fields) - UPDATABLE
@@ -561,7 +563,7 @@ class WeaviateEpisodicStore:
         return updated
 
     def users(self, after: tuple[str, str] = ("", ""), limit: int = 1000) -> list[tuple[str, str]]:
-        after = tuple(after)
+        start = tuple(after)  # a list (from JSON) compares as the pair it holds
         if limit <= 0:
             return []
         page: list[tuple[str, str]] = []
@@ -573,7 +575,7 @@ class WeaviateEpisodicStore:
                     confirmed.add(name)
             candidates = sorted((self._tenants[n], n) for n in names if n in self._tenants)
             for pair, name in candidates:
-                if pair > after and (name in confirmed or self._user_of(name) is not None):
+                if pair > start and (name in confirmed or self._user_of(name) is not None):
                     page.append(pair)
                     if len(page) == limit:
                         break
@@ -586,9 +588,10 @@ class WeaviateEpisodicStore:
             limit=1, return_properties=["tenant", "user_id"]).objects
         if not rows:
             return None
-        pair = (rows[0].properties["tenant"], rows[0].properties["user_id"])
-        if tenant_name(*pair) != name:
+        tenant, user_id = rows[0].properties["tenant"], rows[0].properties["user_id"]
+        if not isinstance(tenant, str) or not isinstance(user_id, str) or tenant_name(tenant, user_id) != name:
             return None
+        pair = (tenant, user_id)
         self._tenants[name] = pair
         return pair
 
@@ -655,7 +658,7 @@ def _chunks(items: list[str]) -> Iterator[list[str]]:
 _ABSORBED = ("count", "confidence", "message_ids", "ts")
 
 
-def _absorb(props: dict, count: int, confidence: float, message_ids: list[str], ts: float) -> None:
+def _absorb(props: dict[str, Any], count: int, confidence: float, message_ids: list[str], ts: float) -> None:
     props["count"] = int(props["count"]) + count
     props["confidence"] = merged_confidence(props["confidence"], confidence)
     props["message_ids"] = list(dict.fromkeys([*(props.get("message_ids") or []), *message_ids]))
@@ -675,14 +678,14 @@ def _where(types: Collection[EventType] | None, statuses: Collection[str]) -> An
     return where
 
 
-def _properties(event: StoredEvent) -> dict:
+def _properties(event: StoredEvent) -> dict[str, Any]:
     props = event.model_dump(include=set(_FIELDS) - {"sealed", "tokens"}, mode="json")
     props["said_at"] = event.said_at
     return {**props, "sealed": base64.b64encode(event.sealed).decode(), "tokens": " ".join(event.tokens)}
 
 
-def _event(props: dict) -> StoredEvent:
-    fields = {f: props.get(f) for f in _FIELDS}
+def _event(props: Mapping[str, Any]) -> StoredEvent:
+    fields: dict[str, Any] = {f: props.get(f) for f in _FIELDS}
     fields["sealed"] = base64.b64decode(fields["sealed"] or b"")
     fields["tokens"] = (fields["tokens"] or "").split()
     fields["message_ids"] = list(fields["message_ids"] or [])

@@ -296,7 +296,7 @@ def _boundary(what: str) -> Iterator[None]:
         raise
 
 
-def _relation(value: object) -> str:
+def _relation(value: str) -> str:
     try:
         return Relation(value).value
     except ValueError:

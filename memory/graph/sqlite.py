@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from memory import ids
 from memory.graph import (
@@ -23,7 +25,7 @@ from memory.graph import (
     Status,
     StoredRelation,
 )
-from memory.models import FactSource
+from memory.models import FactSource, Relation
 from memory.settings import Settings
 from memory.sqlite import SQLiteFile, sqlite_path
 
@@ -172,25 +174,26 @@ class SQLiteGraphStore:
             "WHERE rel_id = ? AND updated_at = ? AND status = 'active'",
             (confidence, base_ts, rel_id, seen_updated_at)).rowcount))
 
-    def relations(self, tenant, user_id, relation=None, statuses=(Status.active,)):
+    def relations(self, tenant: str, user_id: str, relation: Relation | None = None,
+                  statuses: Sequence[Status] = (Status.active,)) -> list[StoredRelation]:
         marks = ",".join("?" * len(statuses))
         sql = (f"SELECT {_REL_COLUMNS} FROM relations WHERE tenant = ? AND user_id = ? AND status IN ({marks})"
                + (" AND relation = ?" if relation else "") + " ORDER BY confidence DESC, updated_at DESC")
         args = [tenant, user_id, *(s.value for s in statuses)] + ([relation.value] if relation else [])
         return [_relation(r) for r in self._db.run(lambda c: c.execute(sql, args).fetchall())]
 
-    def scan(self, after_rel_id, limit):
+    def scan(self, after_rel_id: str, limit: int) -> list[StoredRelation]:
         sql = f"SELECT {_REL_COLUMNS} FROM relations WHERE status = 'active' AND rel_id > ? ORDER BY rel_id LIMIT ?"
         return [_relation(r) for r in self._db.run(lambda c: c.execute(sql, (after_rel_id, limit)).fetchall())]
 
-    def evidence(self, rel_ids):
+    def evidence(self, rel_ids: Sequence[str]) -> list[EvidenceRow]:
         if not rel_ids:
             return []
         sql = (f"SELECT {_EV_COLUMNS} FROM evidence WHERE rel_id IN ({','.join('?' * len(rel_ids))}) "
                "ORDER BY applied_at, rowid")
         return [_evidence(r) for r in self._db.run(lambda c: c.execute(sql, list(rel_ids)).fetchall())]
 
-    def erase_user(self, tenant, user_id):
+    def erase_user(self, tenant: str, user_id: str) -> int:
         def run(conn: sqlite3.Connection) -> int:
             mine = "SELECT rel_id FROM relations WHERE tenant = ? AND user_id = ?"
             conn.execute(f"DELETE FROM evidence WHERE rel_id IN ({mine})", (tenant, user_id))
@@ -219,7 +222,10 @@ def _record(conn: sqlite3.Connection, rel_id: str, ev: Evidence, action: str, be
     conn.execute(f"INSERT INTO evidence ({_EV_COLUMNS}) VALUES ({','.join('?' * 13)})",
                  (rel_id, ev.evidence_id, ev.source.value, ev.confidence, json.dumps(ev.message_ids), ev.device_id,
                   ev.session_id, ev.ts, ev.note, action, before, after, now))
-    return _recorded(conn, rel_id, ev.evidence_id)
+    change = _recorded(conn, rel_id, ev.evidence_id)
+    if change is None:  # cannot happen: the evidence row is written just now, on a relation that exists
+        raise RuntimeError(f"evidence {ev.evidence_id!r} on {rel_id} was not recorded")
+    return change
 
 
 def _recorded(conn: sqlite3.Connection, rel_id: str, evidence_id: str) -> Change | None:
@@ -233,11 +239,11 @@ def _recorded(conn: sqlite3.Connection, rel_id: str, evidence_id: str) -> Change
                   evidence_id=evidence_id, action=row[5], before=row[6], after=row[7])
 
 
-def _relation(row: tuple) -> StoredRelation:
+def _relation(row: tuple[Any, ...]) -> StoredRelation:
     return StoredRelation(**dict(zip([c.strip() for c in _REL_COLUMNS.split(",")], row, strict=True)))
 
 
-def _evidence(row: tuple) -> EvidenceRow:
+def _evidence(row: tuple[Any, ...]) -> EvidenceRow:
     fields = dict(zip([c.strip() for c in _EV_COLUMNS.split(",")], row, strict=True))
     fields["message_ids"] = json.loads(fields["message_ids"])
     return EvidenceRow(**fields)

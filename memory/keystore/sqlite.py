@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import time
 
 from memory.settings import Settings
@@ -27,10 +28,11 @@ class SQLiteKeyStore:
         return cls(SQLiteFile(sqlite_path(url), _SCHEMA, "key store"))
 
     def put_if_absent(self, tenant: str, user_id: str, wrapped: bytes) -> bytes:
-        def put(conn) -> bytes:  # noqa: ANN001 - a sqlite3 connection
+        def put(conn: sqlite3.Connection) -> bytes:
             conn.execute("INSERT OR IGNORE INTO user_keys VALUES (?, ?, ?, ?)", (tenant, user_id, wrapped, time.time()))
-            return conn.execute("SELECT wrapped FROM user_keys WHERE tenant = ? AND user_id = ?",
-                                (tenant, user_id)).fetchone()[0]
+            kept: bytes = conn.execute("SELECT wrapped FROM user_keys WHERE tenant = ? AND user_id = ?",
+                                       (tenant, user_id)).fetchone()[0]
+            return kept
 
         return self._db.transaction(put)
 

@@ -34,7 +34,7 @@ KeyOf = Callable[[str, str], bytes | None]  # (tenant, user id) → the user's k
 
 
 class RedisState:
-    """The client and every repository on it, built once per process (``Runtime.state``). ``seal_key`` gives
+    """The client and every repository on it, built once per process (``Mneme.state``). ``seal_key`` gives
     a user's key, made if need be; ``open_key`` the key if it still exists (None once the user is erased)."""
 
     def __init__(self, settings: Settings, user_hash_key: bytes, seal_key: KeyOf, open_key: KeyOf) -> None:

@@ -12,8 +12,11 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import redis
+
+from memory.state.client import decoded
 
 UNACKED = "unacked"  # kombu's default ``unacked_key``
 PRIORITY_LISTS = ("", "\x06\x163", "\x06\x166", "\x06\x169")  # kombu's ``sep`` and steps; 0 is the bare name
@@ -57,18 +60,17 @@ class Broker:
         for queue in queues:
             for suffix in PRIORITY_LISTS:
                 start = 0
-                while page := self._redis.lrange(queue + suffix, start, start + PAGE - 1):
+                while page := decoded(self._redis.lrange(queue + suffix, start, start + PAGE - 1)):
                     yield from page
                     start += PAGE
 
 
-def job_id_of(message: str | bytes | dict) -> str | None:
+def job_id_of(message: str | bytes | dict[str, Any]) -> str | None:
     """The ``job_id`` keyword argument of a task message, if it has one."""
     try:
-        if not isinstance(message, dict):
-            message = json.loads(message)
-        body = message["body"]
-        if message.get("properties", {}).get("body_encoding") == "base64":
+        parsed = message if isinstance(message, dict) else json.loads(message)
+        body = parsed["body"]
+        if parsed.get("properties", {}).get("body_encoding") == "base64":
             body = base64.b64decode(body)
         _, kwargs, _ = json.loads(body)
     except (ValueError, KeyError, TypeError, AttributeError):

@@ -117,7 +117,7 @@ class DeadLetters:
     def count(self, tenant: str, user_id: str) -> int:
         return len(self.of_user(tenant, user_id))
 
-    def export(self, tenant: str, user_id: str) -> builtins.list[dict]:
+    def export(self, tenant: str, user_id: str) -> builtins.list[dict[str, Any]]:
         return [d.model_dump(mode="json") for d in self.of_user(tenant, user_id)]
 
     def erase(self, tenant: str, user_id: str) -> dict[str, int]:

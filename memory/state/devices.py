@@ -7,6 +7,7 @@ import redis
 
 from memory.errors import Conflict
 from memory.state import keys
+from memory.state.client import decoded
 
 
 class Devices:
@@ -24,7 +25,7 @@ class Devices:
     name = "devices"
 
     def of_user(self, tenant: str, user_id: str) -> list[str]:
-        return sorted(d for d, owner in self._redis.hgetall(keys.devices(tenant)).items() if owner == user_id)
+        return sorted(d for d, owner in decoded(self._redis.hgetall(keys.devices(tenant))).items() if owner == user_id)
 
     def count(self, tenant: str, user_id: str) -> int:
         return len(self.of_user(tenant, user_id))

@@ -10,6 +10,7 @@ import redis
 
 from memory.crypto import open_text, seal_text
 from memory.state import keys
+from memory.state.client import decoded
 
 KEPT = 1000
 KeyOf = Callable[[str, str], bytes | None]  # (tenant, user id) → the user's key
@@ -27,17 +28,20 @@ class FeedbackPairs:
 
     def keep(self, tenant: str, user_id: str, query: str, event_id: str) -> None:
         item = json.dumps({"query": query, "event_id": event_id}, ensure_ascii=False)
-        sealed = seal_text(self._seal_key(tenant, user_id), item, _context(tenant, user_id))
+        key = self._seal_key(tenant, user_id)
+        if key is None:  # cannot happen: ``seal_key`` makes the user's key if need be
+            raise RuntimeError(f"no key to seal a feedback pair of user {user_id!r} with")
+        sealed = seal_text(key, item, _context(tenant, user_id))
         pipe = self._redis.pipeline()
         pipe.lpush(keys.feedback_pairs(tenant, user_id), sealed)
         pipe.ltrim(keys.feedback_pairs(tenant, user_id), 0, KEPT - 1)
         pipe.execute()
 
-    def of_user(self, tenant: str, user_id: str) -> list[dict]:
-        """The user's kept pairs, opened; none once their key is gone."""
+    def of_user(self, tenant: str, user_id: str) -> list[dict[str, str]]:
+        """The user's kept pairs (``query``, ``event_id``), opened; none once their key is gone."""
         key = self._open_key(tenant, user_id)
-        out = []
-        for raw in self._redis.lrange(keys.feedback_pairs(tenant, user_id), 0, -1):
+        out: list[dict[str, str]] = []
+        for raw in decoded(self._redis.lrange(keys.feedback_pairs(tenant, user_id), 0, -1)):
             opened = open_text(key, raw, _context(tenant, user_id)) if key else None
             if opened is not None:
                 out.append(json.loads(opened))
@@ -51,7 +55,7 @@ class FeedbackPairs:
     def count(self, tenant: str, user_id: str) -> int:
         return int(self._redis.llen(keys.feedback_pairs(tenant, user_id)))
 
-    def export(self, tenant: str, user_id: str) -> list[dict]:
+    def export(self, tenant: str, user_id: str) -> list[dict[str, str]]:
         return self.of_user(tenant, user_id)
 
     def erase(self, tenant: str, user_id: str) -> dict[str, int]:

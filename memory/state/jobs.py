@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
 import redis
 from pydantic import BaseModel, Field, ValidationError
+from redis.typing import EncodableT
 
 from memory.errors import InvalidInput, NotFound, described
 from memory.models import Event, Fact, Message
 from memory.state import keys
+from memory.state.client import decoded, members
 from memory.state.lua import script
 
 
@@ -102,7 +104,7 @@ class Jobs:
         self._accept = client.register_script(_ACCEPT)
 
     def get(self, job_id: str) -> JobStatus:
-        fields = self._redis.hgetall(keys.job(job_id))
+        fields = decoded(self._redis.hgetall(keys.job(job_id)))
         if "who" not in fields:
             raise NotFound(f"no job {job_id!r} (unknown, or older than the job TTL)")
         tenant, user_id, session_id, message_id = json.loads(fields["who"])
@@ -127,7 +129,7 @@ class Jobs:
     def owner(self, job_id: str) -> tuple[str, str] | None:
         """(tenant, user id) of a job whose record is still kept."""
         who = self._redis.hget(keys.job(job_id), "who")
-        return tuple(json.loads(who)[:2]) if who else None  # type: ignore[return-value]
+        return tuple(json.loads(who)[:2]) if who else None
 
     def accept(self, job_id: str, who: tuple[str, str, str, str], payload: str, job_ttl_s: int) -> None:
         """A job record as the accept step writes it, on its own: for a job whose message is accepted
@@ -139,7 +141,7 @@ class Jobs:
     def extracted(self, job_id: str, branches: list[str], event_ids: list[str], work: JobWork) -> None:
         """Record extraction's result once (a redelivered extraction keeps the first); a job with no branch
         left is done."""
-        args = [len(branches), json.dumps(event_ids), time.time(), job_id, self._done_ttl_s,
+        args: list[EncodableT] = [len(branches), json.dumps(event_ids), time.time(), job_id, self._done_ttl_s,
                 work.model_dump_json(exclude_defaults=True)]
         self._start(keys=[keys.job(job_id), keys.PENDING], args=args)
 
@@ -147,7 +149,7 @@ class Jobs:
         """Facts about how the job went (batch size, merges, LLM outcome), shown by ``get``."""
         self._set(job_id, info)
 
-    def _set(self, job_id: str, fields: dict) -> None:
+    def _set(self, job_id: str, fields: Mapping[str, int | str]) -> None:
         """Update a job that still exists (an erased user's jobs are gone and stay gone)."""
         args = [str(x) for kv in fields.items() for x in kv]
         self._update(keys=[keys.job(job_id)], args=args)
@@ -188,7 +190,7 @@ class Jobs:
     def stale(self, older_than_s: float, limit: int) -> list[str]:
         """Jobs accepted more than ``older_than_s`` ago and still not done, oldest first."""
         cutoff = time.time() - older_than_s
-        ids = self._redis.zrangebyscore(keys.PENDING, "-inf", cutoff, start=0, num=limit)
+        ids = members(self._redis.zrangebyscore(keys.PENDING, "-inf", cutoff, start=0, num=limit))
         out = []
         for job_id, found in zip(ids, self.inputs(ids), strict=True):
             if found is None:  # the job finished meanwhile, or its record expired: nothing to re-send

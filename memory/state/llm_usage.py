@@ -6,6 +6,7 @@ from __future__ import annotations
 import redis
 
 from memory.state import keys
+from memory.state.client import decoded
 
 TOKENS_TTL_S = 2 * 86_400  # a day's counter outlives the day by one, for late readers
 
@@ -20,10 +21,12 @@ class LLMUsage:
     def spend(self, tenant: str, day: str, tokens: int) -> None:
         key = keys.llm_tokens(tenant, day)
         with self._redis.pipeline(transaction=True) as pipe:
-            pipe.incrby(key, tokens).expire(key, TOKENS_TTL_S).execute()
+            pipe.incrby(key, tokens)
+            pipe.expire(key, TOKENS_TTL_S)
+            pipe.execute()
 
     def count_failure(self, reason: str) -> None:
         self._redis.hincrby(keys.LLM_FAILURES, reason, 1)
 
     def failures(self) -> dict[str, int]:
-        return {reason: int(count) for reason, count in self._redis.hgetall(keys.LLM_FAILURES).items()}
+        return {reason: int(count) for reason, count in decoded(self._redis.hgetall(keys.LLM_FAILURES)).items()}

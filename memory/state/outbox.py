@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import redis
 
 from memory.state import keys
+from memory.state.client import members
 
 
 class AuditOutbox:
@@ -24,7 +26,7 @@ class AuditOutbox:
     def __init__(self, client: redis.Redis) -> None:
         self._redis = client
 
-    def hold(self, records: Sequence[dict]) -> None:
+    def hold(self, records: Sequence[dict[str, Any]]) -> None:
         if not records:
             return
         now = time.time()
@@ -41,10 +43,10 @@ class AuditOutbox:
         pipe.zrem(keys.AUDIT_DUE, *record_ids)
         pipe.execute()
 
-    def overdue(self, older_than_s: float, limit: int) -> list[dict]:
+    def overdue(self, older_than_s: float, limit: int) -> list[dict[str, Any]]:
         """Records held longer than ``older_than_s``, oldest first; each is due again only after as long."""
         now = time.time()
-        ids = self._redis.zrangebyscore(keys.AUDIT_DUE, "-inf", now - older_than_s, start=0, num=limit)
+        ids = members(self._redis.zrangebyscore(keys.AUDIT_DUE, "-inf", now - older_than_s, start=0, num=limit))
         held = dict(zip(ids, self._redis.hmget(keys.AUDIT_OUTBOX, ids), strict=True)) if ids else {}
         pipe = self._redis.pipeline()
         for record_id, raw in held.items():

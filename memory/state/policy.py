@@ -10,12 +10,14 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import redis
 from pydantic import BaseModel
 
 from memory.settings import Settings
 from memory.state import keys
+from memory.state.client import decoded, scored
 from memory.userhash import user_hash
 
 CHILD_AGE = 13
@@ -50,7 +52,7 @@ class Policies:
         self._hash_key = user_hash_key
 
     def get(self, tenant: str, user_id: str) -> Policy:
-        fields = self._redis.hgetall(keys.user(tenant, user_id))
+        fields = decoded(self._redis.hgetall(keys.user(tenant, user_id)))
         return Policy(
             user_id=user_id, consent_required=self._settings.consent_required,
             long_term=fields.get("long_term") == "1",
@@ -84,7 +86,7 @@ class Policies:
     def count(self, tenant: str, user_id: str) -> int:
         return int(self._redis.exists(keys.user(tenant, user_id)))
 
-    def export(self, tenant: str, user_id: str) -> dict:
+    def export(self, tenant: str, user_id: str) -> dict[str, Any]:
         return self.get(tenant, user_id).model_dump(mode="json")
 
     def erase(self, tenant: str, user_id: str) -> dict[str, int]:
@@ -93,8 +95,8 @@ class Policies:
     def erasing(self, tenant: str, limit: int, batch_size: int) -> list[tuple[str, float]]:
         """Users whose erasure is younger than the SLA's verification: (raw user id, erased at)."""
         return [u for start in range(0, limit, batch_size)
-                for u in self._redis.zrange(keys.erasing(tenant), start, min(limit, start + batch_size) - 1,
-                                            withscores=True)]
+                for u in scored(self._redis.zrange(keys.erasing(tenant), start, min(limit, start + batch_size) - 1,
+                                                   withscores=True))]
 
     def verified(self, tenant: str, user_id: str) -> None:
         """The erasure was verified after the SLA: the raw id leaves the sweeper's list."""

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import time
+from typing import Any
 
 import redis
 from pydantic import BaseModel
 
 from memory.errors import Conflict, NotFound
 from memory.state import keys
+from memory.state.client import members
 
 RESOLVED_TTL_S = 90 * 86400
 
@@ -60,7 +62,7 @@ class Reviews:
         return review
 
     def list_open(self, tenant: str, user_id: str) -> list[Review]:
-        ids = self._redis.zrange(keys.reviews(tenant, user_id), 0, -1)
+        ids = members(self._redis.zrange(keys.reviews(tenant, user_id), 0, -1))
         found = [self._load(tenant, review_id) for review_id in ids]
         return [r for r in found if r is not None and r.status == "open"]
 
@@ -84,11 +86,11 @@ class Reviews:
     def count(self, tenant: str, user_id: str) -> int:
         return int(self._redis.zcard(keys.reviews(tenant, user_id)))
 
-    def export(self, tenant: str, user_id: str) -> list[dict]:
-        found = [self._load(tenant, r) for r in self._redis.zrange(keys.reviews(tenant, user_id), 0, -1)]
+    def export(self, tenant: str, user_id: str) -> list[dict[str, Any]]:
+        found = [self._load(tenant, r) for r in members(self._redis.zrange(keys.reviews(tenant, user_id), 0, -1))]
         return [r.model_dump(mode="json") for r in found if r is not None]  # None: resolved long ago, expired
 
     def erase(self, tenant: str, user_id: str) -> dict[str, int]:
-        review_ids = self._redis.zrange(keys.reviews(tenant, user_id), 0, -1)
+        review_ids = members(self._redis.zrange(keys.reviews(tenant, user_id), 0, -1))
         self._redis.delete(*(keys.review(tenant, r) for r in review_ids), keys.reviews(tenant, user_id))
         return {self.name: len(review_ids)}

@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import redis
-from pydantic import AliasChoices, BaseModel, Field, TypeAdapter
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, TypeAdapter
+from redis.typing import EncodableT
 
 from memory import ids, telemetry
 from memory.crypto import SEALED_TEXT, open_text, seal_text
@@ -21,6 +23,7 @@ from memory.errors import Conflict, NotFound
 from memory.models import Message, Role
 from memory.settings import Settings
 from memory.state import keys
+from memory.state.client import decoded
 from memory.state.lua import script
 from memory.text import clean, sha256, truncate_reply
 
@@ -28,11 +31,13 @@ _LUA = script("jobs.lua", "counters.lua", "sessions.lua")
 DIGEST_CHARS = 32  # of the content's sha256 hex, kept per message id to tell a retry from a reused id
 
 
-def _short(name: str, key: str):  # a required field, also read from its short key in stored records
+def _short(name: str, key: str) -> Any:  # a required field, also read from its short key in stored records
     return Field(validation_alias=AliasChoices(name, key))
 
 
 class StoredMessage(BaseModel):
+    model_config = ConfigDict(validate_by_name=True)  # as the aliases do: each field's choices start with its name
+
     message_id: str = _short("message_id", "m")
     session_id: str
     role: Role = _short("role", "r")
@@ -51,7 +56,7 @@ _IDS, _IDS_2, _USER = "@@MESSAGE_IDS@@", "@@MESSAGE_IDS_2@@", "@@USER_ID@@"
 RetractTask = Callable[[list[str], str], tuple[str, str]]
 
 
-def _pairs(flat: list) -> dict[str, str]:
+def _pairs(flat: list[str]) -> dict[str, str]:
     """A hash as the script returns it (HGETALL: field, value, field, value…) → a dict."""
     return dict(zip(flat[::2], flat[1::2], strict=True))
 
@@ -91,8 +96,16 @@ class WorkingMemory:
         self._script = client.register_script(_LUA)
         self._open_key = open_key
 
-    def _run(self, tenant: str, session_id: str, *args: object, job_id: str = "", user_id: str = "",
-             queue: str = "", job_keys: Sequence[str] = ()) -> list:
+    def _run(self, tenant: str, session_id: str, *args: EncodableT, job_id: str = "", user_id: str = "",
+             queue: str = "", job_keys: Sequence[str] = ()) -> list[Any]:
+        """A step of ``sessions.lua`` whose reply is a list: every op but 'retracted'."""
+        reply: list[Any] = self._step(tenant, session_id, *args, job_id=job_id, user_id=user_id, queue=queue,
+                                      job_keys=job_keys)
+        return reply
+
+    def _step(self, tenant: str, session_id: str, *args: EncodableT, job_id: str = "", user_id: str = "",
+              queue: str = "", job_keys: Sequence[str] = ()) -> Any:
+        """One step of ``sessions.lua`` (``args[0]`` is the op); its reply as Redis gives it."""
         k = keys.session(tenant, session_id)
         job_key = keys.job(job_id) if job_id else keys.job("-")
         sessions = keys.user_sessions(tenant, user_id) if user_id else keys.user_sessions(tenant, "-")
@@ -161,7 +174,9 @@ class WorkingMemory:
                               job_id=job_id, user_id=user_id, queue=queue)
             if reply[0] != "child":
                 break
-            seal_key, check_child = child_seal_key(), False  # type: ignore[misc] - a child: seal, ask again
+            if child_seal_key is None:  # cannot happen: the script says 'child' only when asked to check
+                raise RuntimeError(f"session {session_id!r}: the accept step asked for a child's key; none given")
+            seal_key, check_child = child_seal_key(), False  # a child: seal, ask again
         status = reply[0]
         if status == "retracted":
             raise Conflict(f"message_id {message_id!r} was taken back (撤回) in session {session_id!r}; "
@@ -183,7 +198,7 @@ class WorkingMemory:
         return accepted
 
     @staticmethod
-    def _parse(session_id: str, raw: list) -> list[StoredMessage]:
+    def _parse(session_id: str, raw: list[str]) -> list[StoredMessage]:
         """Stored records → messages, their session id given back (it is the key's, not stored)."""
         prefix = '{"session_id":' + json.dumps(session_id, ensure_ascii=False) + ","
         return _RECORDS.validate_json("[" + ",".join(prefix + r[1:] for r in raw if r) + "]")  # one call
@@ -229,7 +244,8 @@ class WorkingMemory:
 
     def retracted(self, tenant: str, session_id: str, message_id: str) -> bool:
         """Whether a rollback took this message back: its queued work is dropped (``memory.pipeline``)."""
-        return self._run(tenant, session_id, "retracted", message_id) == 1
+        reply: int = self._step(tenant, session_id, "retracted", message_id)  # 1 or 0
+        return reply == 1
 
     def seal_held(self, tenant: str, user_id: str, key: bytes) -> dict[str, int]:
         """Child mode for what the user's sessions already hold: every plaintext message record (of every
@@ -238,7 +254,7 @@ class WorkingMemory:
         set: from then on ``append`` seals by itself, so each session needs one read step ('held') and one
         compare-and-set step ('seal'), and nothing appended or rolled back in between is lost or brought
         back. Returns how many sessions, records, full texts and job payloads were sealed."""
-        sessions = sorted(self._redis.smembers(keys.user_sessions(tenant, user_id)))
+        sessions = sorted(decoded(self._redis.smembers(keys.user_sessions(tenant, user_id))))
         report = {"sessions": 0, "messages": 0, "full_texts": 0, "jobs": 0}
         for session_id in sessions:
             sealed = self._seal_session(tenant, user_id, session_id, key)
@@ -298,7 +314,7 @@ class WorkingMemory:
         full = reply[2] or record.content
         return record, open_text(self._open_key(tenant, reply[3]), full, f"{session_id}\x1f{message_id}") or full
 
-    def _raise_for(self, reply: list, session_id: str, version: int | None) -> None:
+    def _raise_for(self, reply: list[Any], session_id: str, version: int | None) -> None:
         status = reply[0]
         if status == "nosession":
             raise NotFound(f"no session {session_id!r} (never written, or expired)")
@@ -315,8 +331,8 @@ class WorkingMemory:
     name = "sessions"
 
     def owned_sessions(self, tenant: str, user_id: str) -> list[str]:
-        return sorted(s for s in self._redis.smembers(keys.user_sessions(tenant, user_id))
-                      if self._redis.hget(keys.session(tenant, s).meta, "user") in (None, user_id))
+        return sorted(s for s in decoded(self._redis.smembers(keys.user_sessions(tenant, user_id)))
+                      if decoded(self._redis.hget(keys.session(tenant, s).meta, "user")) in (None, user_id))
 
     def count(self, tenant: str, user_id: str) -> int:
         return sum(self._redis.exists(keys.session(tenant, s).meta) for s in self.owned_sessions(tenant, user_id))
@@ -326,7 +342,7 @@ class WorkingMemory:
         messages = 0
         for session_id in sessions:
             k = keys.session(tenant, session_id)
-            job_ids = [ids.job_id(tenant, session_id, m) for m in self._redis.hkeys(k.ids)]
+            job_ids = [ids.job_id(tenant, session_id, m) for m in decoded(self._redis.hkeys(k.ids))]
             pipe = self._redis.pipeline()
             for job_id in job_ids:
                 pipe.delete(keys.job(job_id))
@@ -337,7 +353,7 @@ class WorkingMemory:
         self._redis.delete(keys.user_sessions(tenant, user_id))
         return {self.name: len(sessions), "messages": messages, "jobs": messages}
 
-    def export(self, tenant: str, user_id: str) -> list[dict]:
+    def export(self, tenant: str, user_id: str) -> list[dict[str, Any]]:
         """Each session's window at head (cut replies whole), plus messages only older kept versions hold."""
         sessions = []
         for session_id in self.owned_sessions(tenant, user_id):
@@ -359,7 +375,7 @@ class WorkingMemory:
                              "rolled_back_messages": [self._exported(tenant, m) for m in older]})
         return sessions
 
-    def _exported(self, tenant: str, message: StoredMessage) -> dict:
+    def _exported(self, tenant: str, message: StoredMessage) -> dict[str, Any]:
         record = message.model_dump(mode="json", exclude={"seq"})
         if message.truncated:
             try:

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from memory.runtime import Runtime, get_runtime
+from memory.mneme import Mneme, get_mneme
 from workers.api import beliefs, errors, feedback, health, jobs, messages, recall, users
 from workers.api.observability import install
 from workers.api.strict_json import StrictJsonRoute
@@ -26,21 +27,21 @@ ROUTERS = tuple(m.router for m in (messages, recall, beliefs, users, feedback, j
 
 
 @asynccontextmanager
-async def lifespan(app: FastAPI):
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     # load the query embedder (and encode once) in the background: /healthz says "loading" until then
-    threading.Thread(target=app.state.runtime.warm_up, name="warm-up", daemon=True).start()
+    threading.Thread(target=app.state.mneme.warm_up, name="warm-up", daemon=True).start()
     yield
 
 
-def create_app(runtime: Runtime | None = None) -> FastAPI:
-    rt = runtime or get_runtime()
+def create_app(runtime: Mneme | None = None) -> FastAPI:
+    mneme = runtime or get_mneme()
     app = FastAPI(title="Mneme", version="0.1.0", lifespan=lifespan, responses=errors.RESPONSES,
                   exception_handlers=errors.HANDLERS,
                   description="Memory backend for AI agents: working, episodic and semantic memory.")
     app.router.route_class = StrictJsonRoute  # /metrics too; each router sets its own (deps.resource_router)
-    app.state.runtime = rt
+    app.state.mneme = mneme
     app.state.started = time.time()  # /healthz: a stage that never finished anything is stalled from here
-    install(app, rt.state.broker)  # JSON logs with request ids, request latency, GET /metrics
+    install(app, mneme.state.broker)  # JSON logs with request ids, request latency, GET /metrics
     for router in ROUTERS:
         app.include_router(router)
     return app

@@ -2,54 +2,54 @@
 
 from __future__ import annotations
 
-from memory.audit import graph_write_record
+from typing import Any
+
 from memory.errors import Conflict, NotFound
-from workers.api.deps import OperatorId, PathId, Rt, Tenant, resource_router
+from workers.api.deps import Memory, OperatorId, PathId, Tenant, resource_router
 from workers.api.requests import BeliefIn, ResolveIn
+from workers.api.wire import out, out_all
 from workers.schemas import Belief, Profile, Review
 
 router = resource_router()
 
 
 @router.get("/v1/users/{user_id}/profile", response_model=Profile, tags=["semantic memory"])
-def profile(tenant: Tenant, rt: Rt, user_id: PathId, include_inactive: bool = False) -> Profile:
+def profile(tenant: Tenant, mneme: Memory, user_id: PathId, include_inactive: bool = False) -> Profile:
     """What the agent believes about the user: effective (decayed) confidence, source, and why."""
-    return Profile(user_id=user_id, beliefs=rt.beliefs.profile(tenant, user_id, include_inactive),
-                   open_reviews=rt.beliefs.reviews.list_open(tenant, user_id))
+    return Profile(user_id=user_id, beliefs=out_all(Belief, mneme.semantic.profile(tenant, user_id, include_inactive)),
+                   open_reviews=out_all(Review, mneme.semantic.reviews.list_open(tenant, user_id)))
 
 
 @router.put("/v1/users/{user_id}/beliefs", response_model=Belief, tags=["semantic memory"])
-def correct_belief(tenant: Tenant, rt: Rt, user_id: PathId, body: BeliefIn) -> Belief:
+def correct_belief(tenant: Tenant, mneme: Memory, user_id: PathId, body: BeliefIn) -> Belief:
     """Set a belief as the user states it (source human): effective at once, audited, and later
     automatic extraction does not override it. Refused (409) for a child, or a user without consent."""
-    reason = rt.state.policies.get(tenant, user_id).why_no_beliefs()
+    reason = mneme.state.policies.get(tenant, user_id).why_no_beliefs()
     if reason:
         raise Conflict(f"no belief can be set for user {user_id!r}: {reason}")
-    change = rt.beliefs.correct(tenant, user_id, body.relation, body.object, body.confidence, body.operator_id)
-    rt.audit.write([graph_write_record(rt.user_hash_key, change, operator_id=body.operator_id)])
-    return next(b for b in rt.beliefs.profile(tenant, user_id) if b.rel_id == change.rel_id)
+    change = mneme.semantic.correct(tenant, user_id, body.relation, body.object, body.confidence, body.operator_id)
+    return out(Belief, next(b for b in mneme.semantic.profile(tenant, user_id) if b.rel_id == change.rel_id))
 
 
 @router.delete("/v1/users/{user_id}/beliefs/{rel_id}", tags=["semantic memory"])
-def delete_belief(tenant: Tenant, rt: Rt, user_id: PathId, rel_id: PathId, operator_id: OperatorId = "user") -> dict:
+def delete_belief(tenant: Tenant, mneme: Memory, user_id: PathId, rel_id: PathId,
+                  operator_id: OperatorId = "user") -> dict[str, Any]:
     """Delete a belief (source human): out of recall at once, kept with its evidence for audit."""
-    change = rt.beliefs.delete(tenant, user_id, rel_id, operator_id)
+    change = mneme.semantic.delete(tenant, user_id, rel_id, operator_id)
     if change is None:
         raise NotFound(f"user {user_id!r} has no belief {rel_id!r}")
-    rt.audit.write([graph_write_record(rt.user_hash_key, change, operator_id=operator_id)])
     return {"deleted": rel_id}
 
 
 @router.get("/v1/users/{user_id}/reviews", response_model=list[Review], tags=["semantic memory"])
-def reviews(tenant: Tenant, rt: Rt, user_id: PathId) -> list[Review]:
+def reviews(tenant: Tenant, mneme: Memory, user_id: PathId) -> list[Review]:
     """Contradictions waiting for a human: both claims are kept until one is chosen."""
-    return rt.beliefs.reviews.list_open(tenant, user_id)
+    return out_all(Review, mneme.semantic.reviews.list_open(tenant, user_id))
 
 
 @router.post("/v1/users/{user_id}/reviews/{review_id}/resolve", response_model=list[Belief],
               tags=["semantic memory"])
-def resolve(tenant: Tenant, rt: Rt, user_id: PathId, review_id: PathId, body: ResolveIn) -> list[Belief]:
+def resolve(tenant: Tenant, mneme: Memory, user_id: PathId, review_id: PathId, body: ResolveIn) -> list[Belief]:
     """Keep the claims that are true (confirmed, source human) and delete the rest."""
-    changes = rt.beliefs.resolve(tenant, user_id, review_id, body.keep, body.operator_id)
-    rt.audit.write([graph_write_record(rt.user_hash_key, c, operator_id=body.operator_id) for c in changes])
-    return rt.beliefs.profile(tenant, user_id)
+    mneme.semantic.resolve(tenant, user_id, review_id, body.keep, body.operator_id)
+    return out_all(Belief, mneme.semantic.profile(tenant, user_id))

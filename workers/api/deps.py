@@ -7,26 +7,27 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 
+from memory.mneme import Mneme
 from memory.models import ID_PATTERN, ID_RULE
-from memory.runtime import Runtime
 from workers.api.strict_json import StrictJsonRoute
 
 
-def runtime(request: Request) -> Runtime:
-    """The runtime ``create_app`` was built with (``app.state.runtime``)."""
-    return request.app.state.runtime
+def mneme_of(request: Request) -> Mneme:
+    """The Mneme ``create_app`` was built with (``app.state.mneme``)."""
+    mneme: Mneme = request.app.state.mneme
+    return mneme
 
 
-Rt = Annotated[Runtime, Depends(runtime)]
+Memory = Annotated[Mneme, Depends(mneme_of)]
 
 
-def tenant_of(request: Request, rt: Rt) -> str:
+def tenant_of(request: Request, mneme: Memory) -> str:
     """The caller's tenant: from the API key, or the development tenant when auth is off."""
-    if not rt.settings.auth_required:
-        return rt.settings.tenant
+    if not mneme.settings.auth_required:
+        return mneme.settings.tenant
     header = request.headers.get("authorization", "")
     secret = header[7:].strip() if header.lower().startswith("bearer ") else request.headers.get("x-api-key")
-    return rt.state.api_keys.authenticate(secret).tenant
+    return mneme.state.api_keys.authenticate(secret).tenant
 
 
 Tenant = Annotated[str, Depends(tenant_of)]

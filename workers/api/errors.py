@@ -8,7 +8,10 @@
 
 from __future__ import annotations
 
-from fastapi import Request
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -19,7 +22,7 @@ from workers.api.strict_json import problem
 from workers.schemas import ErrorBody
 
 #: Documented on every route.
-RESPONSES = {status: {"model": ErrorBody} for status in (400, 404, 409, 422, 503)}
+RESPONSES: dict[int | str, dict[str, Any]] = {status: {"model": ErrorBody} for status in (400, 404, 409, 422, 503)}
 
 
 async def mneme_error(request: Request, exc: MnemeError) -> JSONResponse:
@@ -45,5 +48,8 @@ async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse
     })
 
 
-HANDLERS = {MnemeError: mneme_error, StarletteHTTPException: http_error, RedisFailure: redis_down,
-            RequestValidationError: invalid}
+Handler = Callable[[Request, Any], Coroutine[Any, Any, Response]]
+HANDLERS: dict[int | type[Exception], Handler] = {
+    MnemeError: mneme_error, StarletteHTTPException: http_error, RedisFailure: redis_down,
+    RequestValidationError: invalid,
+}

@@ -3,24 +3,21 @@
 from __future__ import annotations
 
 from memory import feedback as library
-from memory.audit import graph_write_record
 from memory.feedback import FeedbackIn
-from workers.api.deps import Rt, Tenant, resource_router
+from workers.api.deps import Memory, Tenant, resource_router
+from workers.api.wire import out
 from workers.schemas import FeedbackResult, Metrics
 
 router = resource_router()
 
 
 @router.post("/v1/feedback", response_model=FeedbackResult, tags=["feedback"])
-def post_feedback(tenant: Tenant, rt: Rt, body: FeedbackIn) -> FeedbackResult:
+def post_feedback(tenant: Tenant, mneme: Memory, body: FeedbackIn) -> FeedbackResult:
     """Was a recalled event or belief useful? Moves its retrieval weight; feeds the interference rate."""
-    result, change = library.give(rt, tenant, body)
-    if change is not None:
-        rt.audit.write([graph_write_record(rt.user_hash_key, change, operator_id=body.operator_id)])
-    return result
+    return out(FeedbackResult, library.give(mneme, tenant, body))
 
 
 @router.get("/v1/metrics/product", response_model=Metrics, tags=["ops"])
-def product_metrics(tenant: Tenant, rt: Rt) -> Metrics:
+def product_metrics(tenant: Tenant, mneme: Memory) -> Metrics:
     """Session depth, cross-session retention, task success rate, memory interference rate."""
-    return library.metrics(rt, tenant)
+    return out(Metrics, library.metrics(mneme, tenant))

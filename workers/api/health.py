@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import Request
 from fastapi.responses import JSONResponse
 
-from workers.api.deps import Rt, resource_router
+from workers.api.deps import Memory, resource_router
 from workers.celery_app import QUEUES
 from workers.schemas import Health
 
@@ -13,15 +13,15 @@ router = resource_router()
 
 
 @router.get("/healthz", response_model=Health, tags=["ops"])
-def healthz(request: Request, rt: Rt) -> JSONResponse:
+def healthz(request: Request, mneme: Memory) -> JSONResponse:
     """``ok`` (200) when every backend answers and the query embedder has encoded; ``loading`` (503)
     while it is still loading, so a load balancer sends no recall to a process that cannot answer yet;
     ``degraded`` (503) when a backend is unreachable or a pipeline stage is stalled (``stage:<queue>``:
     its queue holds work and none of it finished for ``stage_stall_after_s``)."""
     started = request.app.state.started  # a stage that never finished anything is stalled counting from here
-    depths = dict(zip(QUEUES, rt.state.broker.depths(QUEUES), strict=True))
-    stalled = rt.state.stages.stalled(depths, started, rt.settings.stage_stall_after_s)
-    backends = rt.health() | {f"stage:{q}": why for q, why in stalled.items()}
+    depths = dict(zip(QUEUES, mneme.state.broker.depths(QUEUES), strict=True))
+    stalled = mneme.state.stages.stalled(depths, started, mneme.settings.stage_stall_after_s)
+    backends = mneme.health() | {f"stage:{q}": why for q, why in stalled.items()}
     down = any(v.startswith(("unreachable", "stalled")) for v in backends.values())
     status = "degraded" if down else "loading" if backends["embedder"] == "loading" else "ok"
     return JSONResponse(status_code=200 if status == "ok" else 503,

@@ -9,8 +9,9 @@ from memory.errors import InvalidInput
 from memory.logs import request_id
 from memory.text import clean
 from tasks.envelope import task_message
-from workers.api.deps import PathId, Rt, Tenant, resource_router
+from workers.api.deps import Memory, PathId, Tenant, resource_router
 from workers.api.requests import MessageIn, RollbackIn
+from workers.api.wire import out
 from workers.celery_app import ROUTES
 from workers.schemas import FullMessage, MessageAccepted, RolledBack, SessionView
 
@@ -19,48 +20,48 @@ router = resource_router()
 
 
 @router.post("/v1/messages", status_code=202, response_model=MessageAccepted, tags=["write"])
-def post_message(tenant: Tenant, rt: Rt, body: MessageIn, window: bool = False) -> MessageAccepted:
+def post_message(tenant: Tenant, mneme: Memory, body: MessageIn, window: bool = False) -> MessageAccepted:
     """Append a message to the session's working memory and queue it for long-term memory. With
     `window=true` the answer carries the session's window too (what an agent puts in its next prompt),
     read in the same Redis step."""
-    limit = rt.settings.content_max_chars
+    limit = mneme.settings.content_max_chars
     if len(body.content) > limit:
         raise InvalidInput(f"content has {len(body.content)} characters; the limit is {limit}: split it")
     if not clean(body.content):
         raise InvalidInput("content is empty after cleaning: send some text")
     job_id = ids.job_id(tenant, body.session_id, body.message_id)
     if body.device_id:
-        rt.state.devices.bind(tenant, body.device_id, body.user_id)
+        mneme.state.devices.bind(tenant, body.device_id, body.user_id)
     # child mode is checked inside the same Redis step; only a child's key is fetched (and its text sealed)
-    accepted = rt.state.working.append(
+    accepted = mneme.working.append(
         tenant=tenant, user_id=body.user_id, session_id=body.session_id, message_id=body.message_id,
         role=body.role, content=body.content, client_ts=body.client_ts, job_id=job_id,
-        device_id=body.device_id, child_seal_key=lambda: rt.user_keys.get(tenant, body.user_id), read_back=window,
+        device_id=body.device_id, child_seal_key=lambda: mneme.user_keys.get(tenant, body.user_id), read_back=window,
         task=lambda _: task_message("memory.extract", job_id, {"job_id": job_id}, EXTRACT_QUEUE, request_id.get()),
     )
     return MessageAccepted(
         job_id=job_id, version=accepted.version, session_id=body.session_id, message_id=body.message_id,
         duplicate=accepted.duplicate, in_window=accepted.in_window, client_ts=accepted.message.client_ts,
-        window=(accepted.window or rt.state.working.read(tenant, body.session_id)) if window else None,
+        window=out(SessionView, accepted.window or mneme.working.read(tenant, body.session_id)) if window else None,
     )
 
 
 @router.get("/v1/sessions/{session_id}/messages", response_model=SessionView, tags=["working memory"])
-def get_messages(tenant: Tenant, rt: Rt, session_id: PathId, version: int | None = None) -> SessionView:
+def get_messages(tenant: Tenant, mneme: Memory, session_id: PathId, version: int | None = None) -> SessionView:
     """The session's working memory at its head version, or at an older kept version."""
-    return rt.state.working.read(tenant, session_id, version)
+    return out(SessionView, mneme.working.read(tenant, session_id, version))
 
 
 @router.get("/v1/sessions/{session_id}/messages/{message_id}", response_model=FullMessage,
               tags=["working memory"])
-def get_message(tenant: Tenant, rt: Rt, session_id: PathId, message_id: PathId) -> FullMessage:
+def get_message(tenant: Tenant, mneme: Memory, session_id: PathId, message_id: PathId) -> FullMessage:
     """One message with its full text (a long assistant reply is stored cut in the window)."""
-    record, full = rt.state.working.get(tenant, session_id, message_id)
+    record, full = mneme.working.get(tenant, session_id, message_id)
     return FullMessage(**record.model_dump(exclude={"content"}), content=full)
 
 
 @router.post("/v1/sessions/{session_id}/rollback", response_model=RolledBack, tags=["working memory"])
-def rollback(tenant: Tenant, rt: Rt, session_id: PathId, body: RollbackIn) -> RolledBack:
+def rollback(tenant: Tenant, mneme: Memory, session_id: PathId, body: RollbackIn) -> RolledBack:
     """Undo (撤回上一条: take the latest message still in the window out, each call one more; 409 once the
     window is empty) or restore a whole kept snapshot (``to_version``). Every message taken out is
     retracted: its queued work is dropped, and ``memory.retract`` (queued in the same Redis step)
@@ -70,4 +71,5 @@ def rollback(tenant: Tenant, rt: Rt, session_id: PathId, body: RollbackIn) -> Ro
         kwargs = {"tenant": tenant, "user_id": user_id, "session_id": session_id, "message_ids": message_ids}
         return task_message("memory.retract", str(uuid.uuid4()), kwargs, EXTRACT_QUEUE, request_id.get())
 
-    return rt.state.working.rollback(tenant, session_id, None if body.undo_last else body.to_version, task=retraction)
+    return out(RolledBack, mneme.working.rollback(tenant, session_id, None if body.undo_last else body.to_version,
+                                                  task=retraction))

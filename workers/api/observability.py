@@ -74,9 +74,9 @@ def install(app: FastAPI, broker: Broker | None = None, queues: Sequence[str] = 
 
     def the_broker() -> Broker:
         if not found:
-            from memory.runtime import get_runtime
+            from memory.mneme import get_mneme
 
-            found.append(get_runtime().state.broker)
+            found.append(get_mneme().state.broker)
         return found[0]
 
     app.add_middleware(LatencyMiddleware)

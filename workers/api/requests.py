@@ -9,7 +9,7 @@ and handed to the handler as the library's own.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import AfterValidator, BaseModel, Field, model_validator
 
@@ -17,9 +17,18 @@ from memory import models
 from memory.models import BeliefObject, ClientTs, Id
 from workers import schemas
 
-Role = Annotated[schemas.Role, AfterValidator(models.Role)]
-EventType = Annotated[schemas.EventType, AfterValidator(models.EventType)]
-Relation = Annotated[schemas.Relation, AfterValidator(models.Relation)]
+if TYPE_CHECKING:  # what a handler holds once the body is read: the library's enum, an epoch float
+    from typing import TypeAlias
+
+    Role: TypeAlias = models.Role
+    EventType: TypeAlias = models.EventType
+    Relation: TypeAlias = models.Relation
+    Seconds: TypeAlias = float
+else:
+    Role = Annotated[schemas.Role, AfterValidator(models.Role)]
+    EventType = Annotated[schemas.EventType, AfterValidator(models.EventType)]
+    Relation = Annotated[schemas.Relation, AfterValidator(models.Relation)]
+    Seconds = ClientTs
 
 
 class MessageIn(BaseModel):
@@ -29,7 +38,7 @@ class MessageIn(BaseModel):
     message_id: Id = Field(description="The client's id; sending it again is a harmless retry.")
     role: Role
     content: str = Field(min_length=1)
-    client_ts: ClientTs = Field(
+    client_ts: Seconds = Field(
         description="When the message was written: ISO 8601 or unix seconds (milliseconds accepted), "
                     "from 2000-01-01 to at most a day from now."
     )

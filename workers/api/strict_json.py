@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, NoReturn
 
 from fastapi import Request
@@ -79,7 +79,7 @@ class StrictJsonRoute(APIRoute):
         return strict
 
 
-def problem(error: dict) -> dict:
+def problem(error: Mapping[str, Any]) -> dict[str, Any]:
     """One validation error as the API answers it: where, what to fix, its type. Never the input: it may be
     the user's text (and a NaN or a lone surrogate in it would not even render)."""
     ctx = error.get("ctx") or {}

@@ -21,13 +21,13 @@ def dead_list(ctx: typer.Context, limit: Annotated[int, typer.Option(min=1)] = 2
               as_json: Annotated[bool, typer.Option("--json", help="One JSON entry per line.")] = False) -> None:
     """Dead letters, newest first."""
     ops: Ops = ctx.obj
-    letters = ops.runtime.state.dead_letters.list(limit, offset)
+    letters = ops.mneme.state.dead_letters.list(limit, offset)
     if as_json:
         for letter in letters:
             typer.echo(letter.model_dump_json())
         return
     table = Table(title=f"dead letters {offset + 1 if letters else 0}–{offset + len(letters)} "
-                        f"of {ops.runtime.state.dead_letters.size()}",
+                        f"of {ops.mneme.state.dead_letters.size()}",
                   caption="`mneme dead show ID`: payload, whole error, traceback")
     table.add_column("id", no_wrap=True, min_width=36)  # what `dead show|replay|drop` take: never cut
     table.add_column("task", no_wrap=True, min_width=14)
@@ -45,7 +45,7 @@ def dead_list(ctx: typer.Context, limit: Annotated[int, typer.Option(min=1)] = 2
 def dead_show(ctx: typer.Context, letter_id: Annotated[str, typer.Argument(metavar="ID")]) -> None:
     """One dead letter as JSON: payload, error, traceback."""
     ops: Ops = ctx.obj
-    ops.json(ops.runtime.state.dead_letters.get(letter_id).model_dump(mode="json"))
+    ops.json(ops.mneme.state.dead_letters.get(letter_id).model_dump(mode="json"))
 
 
 @app.command("replay")
@@ -54,7 +54,7 @@ def dead_replay(ctx: typer.Context, letter_id: Annotated[str | None, typer.Argum
                 replay_all: Annotated[bool, typer.Option("--all", help="Replay every dead letter.")] = False) -> None:
     """Send a dead letter's task again (with its stored arguments); it leaves the list once sent."""
     ops: Ops = ctx.obj
-    letters = ops.runtime.state.dead_letters
+    letters = ops.mneme.state.dead_letters
     if (letter_id is None) == (not replay_all):
         ops.err.print("give one dead letter ID or --all")
         raise typer.Exit(USAGE)
@@ -94,6 +94,6 @@ def _all_letters(letters: DeadLetters, page: int = 1000) -> list[DeadLetter]:
 def dead_drop(ctx: typer.Context, letter_id: Annotated[str, typer.Argument(metavar="ID")]) -> None:
     """Delete a dead letter without replaying it."""
     ops: Ops = ctx.obj
-    if not ops.runtime.state.dead_letters.remove(letter_id):
+    if not ops.mneme.state.dead_letters.remove(letter_id):
         raise NotFound(f"no dead letter {letter_id!r}")
     ops.out.print(f"dropped {letter_id}")

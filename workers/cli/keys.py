@@ -20,7 +20,7 @@ def keys_create(ctx: typer.Context, tenant: Annotated[str, typer.Option(help="Th
                 = 600) -> None:
     """Create an API key; the secret is printed once and never stored."""
     ops: Ops = ctx.obj
-    key_id, secret = ops.runtime.state.api_keys.create_key(tenant, name, rate_limit)
+    key_id, secret = ops.mneme.state.api_keys.create_key(tenant, name, rate_limit)
     ops.out.print(f"key id: {key_id}")
     ops.out.print(f"secret: {secret}", soft_wrap=True)
     ops.err.print("store the secret now: only its hash is kept")
@@ -32,7 +32,7 @@ def keys_list(ctx: typer.Context) -> None:
     """Every API key (never a secret)."""
     ops: Ops = ctx.obj
     table = Table("key id", "tenant", "name", "rate limit / min", "created (UTC)", title="API keys")
-    for key in ops.runtime.state.api_keys.list_keys():
+    for key in ops.mneme.state.api_keys.list_keys():
         table.add_row(key.key_id, key.tenant, key.name, str(key.rate_limit or "unlimited"), utc_time(key.created_at))
     ops.out.print(table)
 
@@ -42,5 +42,5 @@ def keys_list(ctx: typer.Context) -> None:
 def keys_revoke(ctx: typer.Context, key_id: str) -> None:
     """Revoke an API key: requests with it are refused from now on."""
     ops: Ops = ctx.obj
-    ops.runtime.state.api_keys.revoke_key(key_id)
+    ops.mneme.state.api_keys.revoke_key(key_id)
     ops.out.print(f"revoked {key_id}")

@@ -1,4 +1,4 @@
-"""What every ``mneme`` command shares: :class:`Ops` (settings, runtime, Celery, output, progress), the
+"""What every ``mneme`` command shares: :class:`Ops` (settings, Mneme, Celery, output, progress), the
 settings lookup (:func:`find_settings`), exit codes and the :func:`handled` decorator."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from memory.errors import MnemeError
-from memory.runtime import Runtime
+from memory.mneme import Mneme
 from memory.settings import Settings
 from workers.celery_app import create_celery
 from workers.local.stack import find_running, state_path
@@ -33,7 +33,7 @@ class Ops:
         self.note = note  # why no running stack was found: said once, when a command needs Redis
         self.out = Console(highlight=False)
         self.err = Console(stderr=True, highlight=False)
-        self._runtime: Runtime | None = None
+        self._mneme: Mneme | None = None
         self._celery: Celery | None = None
 
     def _say_note(self) -> None:
@@ -42,11 +42,11 @@ class Ops:
             self.note = ""
 
     @property
-    def runtime(self) -> Runtime:
-        if self._runtime is None:
+    def mneme(self) -> Mneme:
+        if self._mneme is None:
             self._say_note()
-            self._runtime = Runtime(self.settings)
-        return self._runtime
+            self._mneme = Mneme(self.settings)
+        return self._mneme
 
     @property
     def celery(self) -> Celery:
@@ -69,8 +69,8 @@ class Ops:
     def close(self) -> None:
         if self._celery is not None:
             self._celery.close()
-        if self._runtime is not None:
-            self._runtime.close()
+        if self._mneme is not None:
+            self._mneme.close()
 
 
 def find_settings(data_dir: Path | None = None) -> tuple[Settings, str]:
@@ -78,7 +78,7 @@ def find_settings(data_dir: Path | None = None) -> tuple[Settings, str]:
 
     An explicit ``MNEME_REDIS_URL`` wins; without it the stack's state file in the data dir supplies its Redis
     and the settings it runs with (its stores, tenant…), under whatever this environment sets itself."""
-    given = Settings(**({"data_dir": data_dir} if data_dir else {}))
+    given = Settings(data_dir=data_dir) if data_dir else Settings()
     if given.redis_url:
         return given, ""
     state, why = find_running(given.data_dir)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from memory import erasure, maintenance, pipeline
-from memory.audit import layer_records
+from memory import pipeline
+from memory.services.maintenance import Job as UserJob
+from memory.services.maintenance import Report
 from tasks.maintenance import lost_jobs
 from workers.cli.ops import Ops, handled
 
@@ -27,8 +27,7 @@ class Job(StrEnum):
 # (limit, batch_size) as the beat tasks default them
 DEFAULTS = {Job.decay: (100_000, 500), Job.archive: (100_000, 500), Job.noise: (100_000, 500),
             Job.compact: (100_000, 500), Job.sweep: (1000, 1000), Job.redrive: (500, 500)}
-PER_USER = {Job.archive: maintenance.archive_user, Job.noise: maintenance.downweight_noise,
-            Job.compact: maintenance.compact_user}
+PER_USER = {Job.archive: "archive_user", Job.noise: "downweight_noise", Job.compact: "compact_user"}
 
 
 @handled
@@ -39,42 +38,42 @@ def run_job(ctx: typer.Context, task: Job,
             batch_size: Annotated[int | None, typer.Option(min=1)] = None) -> None:
     """Run a maintenance job in this process now (not through the queue) and print its report."""
     ops: Ops = ctx.obj
-    rt = ops.runtime
+    mneme = ops.mneme
     limit = limit or DEFAULTS[task][0]
     batch_size = batch_size or DEFAULTS[task][1]
     if task in PER_USER:
-        report = _per_user(ops, PER_USER[task], task.value, dry_run, limit, batch_size)
+        job = getattr(mneme.maintenance, PER_USER[task])
+        report = _per_user(ops, job, task.value, dry_run, limit, batch_size)
     elif task is Job.decay:
         with ops.err.status("decaying beliefs…"):
-            report, records = pipeline.decay_stage(rt, dry_run=dry_run, limit=limit, batch_size=batch_size)
-        rt.audit.write(records)  # in process: straight to the sink, not through the audit queue
+            report, records = pipeline.decay_stage(mneme, dry_run=dry_run, limit=limit, batch_size=batch_size)
+        mneme.trail.submit(records)  # in process: to the sink now, not through the audit queue
     elif task is Job.sweep:
         with ops.err.status("verifying erasures…"):
-            report = erasure.sweep(rt, dry_run=dry_run, limit=limit, batch_size=batch_size)
+            report = mneme.privacy.sweep(dry_run=dry_run, limit=limit, batch_size=batch_size)
     else:
         report = _redrive(ops, dry_run, limit)
     ops.json({"task": task.value, **report})
 
 
-def _per_user(ops: Ops, job: Callable, name: str, dry_run: bool, limit: int, batch_size: int) -> dict:
-    """``maintenance.run`` with a progress bar: the same job, user by user."""
-    rt = ops.runtime
-    report, now = maintenance.Report(dry_run=dry_run), time.time()
+def _per_user(ops: Ops, job: UserJob, name: str, dry_run: bool, limit: int, batch_size: int) -> dict[str, Any]:
+    """``Maintenance.run`` with a progress bar: the same job, user by user."""
+    mneme = ops.mneme
+    report, now = Report(dry_run=dry_run), time.time()
     with ops.progress() as progress:
         bar = progress.add_task(f"{name}: users", total=None)
-        for tenant, user_id in maintenance.each_user(rt, limit, batch_size):
+        for tenant, user_id in mneme.maintenance.each_user(limit, batch_size):
             report.users += 1
-            job(rt, tenant, user_id, report, now)
+            job(tenant, user_id, report, now)
             progress.advance(bar)
         progress.update(bar, total=report.users)
-    if records := layer_records(rt.user_hash_key, report.layer):
-        rt.audit.write(records)
+    mneme.trail.submit(mneme.trail.layer_changes(report.layer))
     return report.model_dump()
 
 
-def _redrive(ops: Ops, dry_run: bool, limit: int) -> dict:
+def _redrive(ops: Ops, dry_run: bool, limit: int) -> dict[str, Any]:
     """Re-send the jobs the broker lost, as the beat task does (the stages are idempotent)."""
-    report = lost_jobs(ops.runtime, ops.celery, limit)
+    report = lost_jobs(ops.mneme, ops.celery, limit)
     if not dry_run:
         with ops.progress() as progress:
             for job_id in progress.track(report["job_ids"], description="re-sending"):

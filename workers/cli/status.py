@@ -13,8 +13,8 @@ from workers.cli.ops import FAILED, Ops, handled
 def status(ctx: typer.Context) -> None:
     """Health of every backend, queue depths, pending jobs, dead letters and the workers that answer."""
     ops: Ops = ctx.obj
-    rt = ops.runtime
-    health = rt.health()
+    mneme = ops.mneme
+    health = mneme.health()
     health.pop("embedder", None)  # loaded by the embed worker, never by this process: its ping below says more
     backends = Table("backend", "state", title="backends")
     for name, state in health.items():
@@ -22,8 +22,9 @@ def status(ctx: typer.Context) -> None:
     ops.out.print(backends)
 
     if health["redis"] == "ok":
-        depths = rt.state.broker.depths(QUEUES)
-        in_flight, pending, dead = rt.state.broker.in_flight(), rt.state.jobs.pending(), rt.state.dead_letters.size()
+        redis = mneme.state
+        depths = redis.broker.depths(QUEUES)
+        in_flight, pending, dead = redis.broker.in_flight(), redis.jobs.pending(), redis.dead_letters.size()
         queues = Table("queue", "depth", title="queues")
         for queue, depth in zip(QUEUES, depths, strict=True):
             queues.add_row(queue, str(depth))
@@ -33,7 +34,7 @@ def status(ctx: typer.Context) -> None:
         ops.out.print(f"dead letters: {dead}" + ("  (see `mneme dead list`)" if dead else ""))
 
     try:
-        replies = ops.celery.control.ping(timeout=1.0)
+        replies = ops.celery.control.ping(timeout=1.0) or []
     except Exception as exc:  # noqa: BLE001 - a broker that is down means no worker answers
         ops.err.print(f"[red]cannot ping workers:[/red] {exc}")
         replies = []

@@ -6,12 +6,11 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from memory import erasure, userdata
-from memory.runtime import Runtime
+from memory.mneme import Mneme
 from workers.cli.ops import FAILED, USAGE, Ops, handled
 
 
@@ -21,7 +20,7 @@ def export(ctx: typer.Context, user_id: str,
            out: Annotated[Path | None, typer.Option(help="Write here (mode 0600) instead of stdout.")] = None) -> None:
     """Everything kept about one user as one JSON document, decrypted where the user's key still exists."""
     ops: Ops = ctx.obj
-    document = export_user(ops.runtime, tenant or ops.settings.tenant, user_id)
+    document = export_user(ops.mneme, tenant or ops.settings.tenant, user_id)
     if out is None:
         ops.json(document)
         return
@@ -32,9 +31,9 @@ def export(ctx: typer.Context, user_id: str,
                   f"{len(document['archive_objects'])} archived events, {len(document['graph_relations'])} beliefs")
 
 
-def export_user(rt: Runtime, tenant: str, user_id: str) -> dict:
+def export_user(mneme: Mneme, tenant: str, user_id: str) -> dict[str, Any]:
     """One user's data from every store (``memory.userdata.stores``), each read keyed by (tenant, user)."""
-    return {"tenant": tenant, "user_id": user_id, "exported_at": time.time(), **userdata.export(rt, tenant, user_id)}
+    return {"tenant": tenant, "user_id": user_id, "exported_at": time.time(), **mneme.privacy.export(tenant, user_id)}
 
 
 @handled
@@ -47,7 +46,7 @@ def erase(ctx: typer.Context, user_id: str,
     if not yes:
         ops.err.print(f"refusing to erase {user_id!r} without --yes: erasure cannot be undone")
         raise typer.Exit(USAGE)
-    receipt = erasure.erase_user(ops.runtime, tenant or ops.settings.tenant, user_id, operator)
+    receipt = ops.mneme.privacy.erase(tenant or ops.settings.tenant, user_id, operator)
     ops.json(receipt.model_dump(mode="json"))
     if not receipt.complete:
         raise typer.Exit(FAILED)

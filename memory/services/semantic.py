@@ -1,7 +1,11 @@
-"""Semantic memory as beliefs: what the agent holds about a user, how sure it is and why.
+"""The semantic memory service: beliefs — what the agent holds about a user, how sure it is and why.
 
-The graph store does the atomic arithmetic (``memory.graph``); this module decides what a piece of
-evidence means:
+It is the one owner of the graph store port (``memory.graph``) and of the review queue, and the
+``graph_relations`` store of ``memory.userdata``. A human's change (a correction, a deletion, a review
+resolved, feedback on a belief) is audited here, through the audit trail; the pipeline's changes (evidence,
+retraction, decay) are returned, and their stage audits them.
+
+The graph store does the atomic arithmetic; this service decides what a piece of evidence means:
 - new evidence blends into a belief (0.3·old + 0.7·new); evidence for the same belief from another of
   the account's devices takes the higher of the two instead, so a device that heard it less clearly does
   not drag it down;
@@ -23,11 +27,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from memory import ids
-from memory.errors import InvalidInput
+from memory.errors import InvalidInput, NotFound
 from memory.graph import (
     COUNTER,
     Change,
@@ -40,6 +45,7 @@ from memory.graph import (
     StoredRelation,
 )
 from memory.models import Fact, FactSource, Relation
+from memory.services.trail import AuditTrail
 from memory.settings import Settings
 from memory.state.reviews import Claim, Review, Reviews
 from memory.vocabulary import decayed, half_life_days, spec
@@ -76,10 +82,13 @@ class DecayReport(BaseModel):
     changes: list[Change] = Field(default_factory=list, exclude=True)
 
 
-class Beliefs:
-    def __init__(self, store: GraphStore, reviews: Reviews, settings: Settings) -> None:
+class SemanticMemory:
+    name = "graph_relations"
+
+    def __init__(self, store: GraphStore, reviews: Reviews, trail: AuditTrail, settings: Settings) -> None:
         self.store = store
         self.reviews = reviews
+        self._trail = trail
         self._settings = settings
 
     # --- evidence from the pipeline ----------------------------------------------------------
@@ -175,7 +184,13 @@ class Beliefs:
     def correct(self, tenant: str, user_id: str, relation: Relation, obj: str, confidence: float,
                 operator_id: str) -> Change:
         """Set (or create) a belief as the user states it: source human, wins over later extraction. The
-        other active value of a single-valued relation is superseded (first, as in ``apply``)."""
+        other active value of a single-valued relation is superseded (first, as in ``apply``). Audited."""
+        change = self._correct(tenant, user_id, relation, obj, confidence, operator_id)
+        self._audit([change], operator_id)
+        return change
+
+    def _correct(self, tenant: str, user_id: str, relation: Relation, obj: str, confidence: float,
+                 operator_id: str) -> Change:
         key = RelationKey(tenant=tenant, user_id=user_id, relation=relation,
                           concept_id=ids.concept_id(tenant, obj), object=obj)
         rel_id = ids.relation_id(tenant, user_id, relation.value, key.concept_id)
@@ -190,6 +205,12 @@ class Beliefs:
         return self.store.merge(key, evidence, MergeMode.human)
 
     def delete(self, tenant: str, user_id: str, rel_id: str, operator_id: str) -> Change | None:
+        """Delete a belief (source human), kept with its evidence; None if the user has no such belief. Audited."""
+        change = self._delete(tenant, user_id, rel_id, operator_id)
+        self._audit([change] if change else [], operator_id)
+        return change
+
+    def _delete(self, tenant: str, user_id: str, rel_id: str, operator_id: str) -> Change | None:
         if not any(r.rel_id == rel_id for r in self.store.relations(tenant, user_id, statuses=list(Status))):
             return None
         evidence = Evidence(evidence_id=f"human:{operator_id}:{time.time_ns()}", source=FactSource.human,
@@ -197,7 +218,7 @@ class Beliefs:
         return self.store.set_status(rel_id, Status.deleted, evidence)
 
     def resolve(self, tenant: str, user_id: str, review_id: str, keep: list[str], operator_id: str) -> list[Change]:
-        """Keep the claims named in ``keep`` (confirmed by a human), delete the others."""
+        """Keep the claims named in ``keep`` (confirmed by a human), delete the others. Audited."""
         review = self.reviews.get(tenant, user_id, review_id)
         known = {c.rel_id: c for c in review.claims}
         unknown = [k for k in keep if k not in known]
@@ -208,11 +229,36 @@ class Beliefs:
             values = [c.object for c in kept if c.relation == rel]
             if spec(Relation(rel)).single_valued and len(values) > 1:
                 raise InvalidInput(f"a user has one {rel} at a time: keep one of {values}")
-        changes = [self.delete(tenant, user_id, c.rel_id, operator_id) for c in review.claims if c not in kept]
-        changes += [self.correct(tenant, user_id, Relation(c.relation), c.object,
-                                 max(c.confidence, HUMAN_CONFIRMED), operator_id) for c in kept]
+        changes = [self._delete(tenant, user_id, c.rel_id, operator_id) for c in review.claims if c not in kept]
+        changes += [self._correct(tenant, user_id, Relation(c.relation), c.object,
+                                  max(c.confidence, HUMAN_CONFIRMED), operator_id) for c in kept]
         self.reviews.close(review, keep, operator_id)
-        return [c for c in changes if c is not None]
+        done = [c for c in changes if c is not None]
+        self._audit(done, operator_id)
+        return done
+
+    def feedback(self, tenant: str, user_id: str, rel_id: str, useful: bool, evidence_id: str,
+                 operator_id: str) -> Change | None:
+        """Feedback on a recalled belief: "useful" confirms it (source human), "not useful" is counter-evidence
+        (×0.5). Audited."""
+        belief = next((r for r in self.store.relations(tenant, user_id) if r.rel_id == rel_id), None)
+        if belief is None:
+            raise NotFound(f"user {user_id!r} has no active belief {rel_id!r}")
+        evidence = Evidence(evidence_id=evidence_id, source=FactSource.human if useful else FactSource.counter_evidence,
+                            confidence=belief.confidence, ts=time.time(),
+                            note="feedback: " + ("useful" if useful else "not useful"))
+        change: Change | None
+        if useful:
+            key = RelationKey(tenant=tenant, user_id=user_id, relation=belief.relation,
+                              concept_id=belief.concept_id, object=belief.object)
+            change = self.store.merge(key, evidence, MergeMode.human)
+        else:
+            change = self.store.scale(belief.rel_id, evidence, COUNTER)
+        self._audit([change] if change else [], operator_id)
+        return change
+
+    def _audit(self, changes: Sequence[Change], operator_id: str) -> None:
+        self._trail.submit(self._trail.graph_changes(changes, operator_id))
 
     # --- a message taken back ------------------------------------------------------------------
     def retract(self, tenant: str, user_id: str, message_ids: Sequence[str]) -> list[Change]:
@@ -289,6 +335,20 @@ class Beliefs:
             devices=sorted({r.device_id for r in supporting if r.device_id}),
             why="; ".join(steps),
         )
+
+    # --- user data (``memory.userdata``) ---------------------------------------------------------
+    def count(self, tenant: str, user_id: str) -> int:
+        return len(self.store.relations(tenant, user_id, statuses=tuple(Status)))
+
+    def export(self, tenant: str, user_id: str) -> list[dict[str, Any]]:
+        return [b.model_dump(mode="json") for b in self.profile(tenant, user_id, include_inactive=True)]
+
+    def erase(self, tenant: str, user_id: str) -> dict[str, int]:
+        """Every belief and its evidence (the user node's id stays); also what child mode removes."""
+        return {self.name: self.store.erase_user(tenant, user_id)}
+
+    def ping(self) -> None:
+        self.store.ping()
 
     # --- maintenance -------------------------------------------------------------------------
     def decay(self, now: float | None = None, dry_run: bool = False, limit: int = 100_000,

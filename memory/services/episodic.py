@@ -1,0 +1,154 @@
+"""The episodic memory service: the one owner of the episodic store port (``memory.episodic``).
+
+Events go in sealed under the user's key with keyed index tokens, and come out revealed only here:
+adapters never see plaintext content. Recall asks it for one search (``search``: keyword hits for the
+cue and its context, vector hits, and the rows behind both); feedback moves an event's weight through it;
+privacy deletes, strips and erases through it (it is the ``episodic_events`` store of ``memory.userdata``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from cryptography.exceptions import InvalidTag
+from pydantic import BaseModel
+
+from memory.crypto import UserKeys, keyed_tokens, seal, unseal
+from memory.episodic import ALL_STATUSES, AddReport, EpisodicStore, StoredEvent
+from memory.errors import NotFound
+from memory.models import Event, EventType
+from memory.settings import Settings
+from memory.text import language, tokenize
+
+
+class Revealed(BaseModel):
+    summary: str
+    keywords: list[str]
+    text: str
+
+
+#: Rows read or deleted per round trip when a user's events are walked (export, erasure, a type's deletion).
+BATCH = 1000
+MIN_WEIGHT, MAX_WEIGHT = 0.1, 3.0  # an event's retrieval weight stays in this range, whatever the feedback
+
+
+@dataclass(frozen=True)
+class Found:
+    """One search's evidence: keyword strength and vector similarity per event id, and the rows they name."""
+
+    keyword: dict[str, float]
+    similarity: dict[str, float]
+    rows: list[StoredEvent]
+
+
+class EpisodicMemory:
+    name = "episodic_events"
+
+    def __init__(self, store: EpisodicStore, keys: UserKeys, settings: Settings) -> None:
+        self.store = store
+        self._keys = keys
+        self._settings = settings
+
+    def add(self, events: Sequence[Event], vectors: np.ndarray, texts: Mapping[str, str]) -> AddReport:
+        """Store (or merge) events; ``texts`` maps event id → the cleaned text of its message."""
+        stored = [self._protect(e, texts.get(e.event_id, "")) for e in events]
+        s = self._settings
+        return self.store.add(stored, vectors, s.merge_threshold, s.events_cap, s.consolidate_threshold)
+
+    def _protect(self, event: Event, text: str) -> StoredEvent:
+        key = self._keys.get(event.tenant, event.user_id)
+        payload = json.dumps({"summary": event.summary, "keywords": event.keywords, "text": text},
+                             ensure_ascii=False).encode()
+        return StoredEvent(
+            **event.model_dump(include={"event_id", "tenant", "user_id", "session_id", "ts", "event_type", "role",
+                                        "text_hash", "message_ids", "confidence", "count", "weight"}),
+            lang=language(text), sealed=seal(key, payload, event.event_id),
+            tokens=keyed_tokens(key, event.tokens),
+        )
+
+    def reveal(self, event: StoredEvent) -> Revealed | None:
+        """The event's content, or None once the user's key is destroyed (the text is gone for good)."""
+        key = self._keys.get(event.tenant, event.user_id, create=False)
+        if key is None:
+            return None
+        try:
+            return Revealed.model_validate_json(unseal(key, event.sealed, event.event_id))
+        except InvalidTag:
+            return None
+
+    def keyword_search(self, tenant: str, user_id: str, query: str, types: Collection[EventType] | None,
+                       k: int) -> list[tuple[str, float]]:
+        key = self._keys.get(tenant, user_id, create=False)
+        if key is None:
+            return []
+        return self.store.keyword_search(tenant, user_id, keyed_tokens(key, tokenize(query)), types, k)
+
+    def search(self, tenant: str, user_id: str, main: str, context: str, vector: np.ndarray,
+               types: Collection[EventType] | None, depth: int) -> Found:
+        """The ``depth`` best events by keywords (the main cue's, plus ``context_weight`` of the context's)
+        and by vector similarity, over every tier, with their rows."""
+        keyword = dict(self.keyword_search(tenant, user_id, main, types, depth))
+        if context:
+            for event_id, score in self.keyword_search(tenant, user_id, context, types, depth):
+                keyword[event_id] = keyword.get(event_id, 0.0) + self._settings.context_weight * score
+        similarity = dict(self.store.vector_search(tenant, user_id, vector, types, depth))
+        if not keyword and not similarity:
+            return Found({}, {}, [])
+        return Found(keyword, similarity, self.store.get(tenant, user_id, list(dict.fromkeys([*keyword, *similarity]))))
+
+    def get(self, tenant: str, user_id: str, event_ids: Sequence[str]) -> list[StoredEvent]:
+        return self.store.get(tenant, user_id, list(event_ids))
+
+    def reweigh(self, tenant: str, user_id: str, event_id: str, factor: float) -> float:
+        """Multiply an event's retrieval weight (feedback), kept in ``MIN_WEIGHT``–``MAX_WEIGHT``; the new weight."""
+        found = self.store.get(tenant, user_id, [event_id])
+        if not found:
+            raise NotFound(f"user {user_id!r} has no event {event_id!r}")
+        weight = min(MAX_WEIGHT, max(MIN_WEIGHT, found[0].weight * factor))
+        self.store.update(tenant, user_id, [event_id], weight=weight)
+        return weight
+
+    def retract(self, tenant: str, user_id: str, message_ids: Sequence[str]) -> int:
+        return self.store.retract(tenant, user_id, message_ids)
+
+    def delete_type(self, tenant: str, user_id: str, event_type: EventType) -> int:
+        """Delete every stored event of one type, of every status; how many."""
+        removed = 0
+        while batch := self.store.dump(tenant, user_id, types={event_type}, statuses=ALL_STATUSES, limit=BATCH):
+            removed += self.store.delete(tenant, user_id, [e.event_id for e, _ in batch])
+        return removed
+
+    def strip_content(self, tenant: str, user_id: str, sealed: Callable[[str], bytes], lang: str) -> int:
+        return self.store.strip_content(tenant, user_id, sealed, lang)
+
+    def ping(self) -> None:
+        self.store.ping()
+
+    # --- user data (``memory.userdata``) ----------------------------------------------------------------
+    def count(self, tenant: str, user_id: str) -> int:
+        return len(self.store.dump(tenant, user_id, statuses=ALL_STATUSES, limit=1))
+
+    def export(self, tenant: str, user_id: str) -> list[dict[str, Any]]:
+        rows = self.store.dump(tenant, user_id, statuses=ALL_STATUSES, limit=10**6)
+        return [self.exported(e) for e, _ in rows]
+
+    def erase(self, tenant: str, user_id: str) -> dict[str, int]:
+        removed = 0
+        while batch := self.store.dump(tenant, user_id, statuses=ALL_STATUSES, limit=BATCH):
+            removed += self.store.delete(tenant, user_id, [e.event_id for e, _ in batch])
+        return {self.name: removed}
+
+    def exported(self, event: StoredEvent) -> dict[str, Any]:
+        """An event as the user's export shows it: opened while their key exists."""
+        revealed = self.reveal(event)
+        return {
+            "event_id": event.event_id, "type": event.event_type.value, "role": event.role.value, "ts": event.ts,
+            "session_id": event.session_id, "status": event.status, "message_ids": event.message_ids,
+            "confidence": event.confidence, "count": event.count, "weight": event.weight, "noise": event.noise,
+            "summary": revealed.summary if revealed else None, "keywords": revealed.keywords if revealed else None,
+            "text": revealed.text if revealed else None, "readable": revealed is not None,
+        }

@@ -1,0 +1,174 @@
+"""The privacy service: consent, child mode, erasure with its proof, deleting events of one type. Audited.
+
+Erasure (``erase``) first writes a tombstone (work received before it is dropped by every stage), then
+erases every store of user data ``memory.userdata.stores`` names — working memory and the user's jobs,
+policy, reviews, devices, dead letters, feedback pairs, episodic events of every tier, the graph user (id
+kept, everything else cleared), archive objects — and last destroys the user's key (anything sealed under
+it, anywhere, is unreadable from then on). Every step is idempotent; ``sweep`` (beat, hourly) runs it again
+for users erased in the last ``erasure_sla_hours`` and verifies every store is empty, so a write that raced
+the erasure is caught within the SLA. The receipt lists what was removed where and what, if anything, remains.
+
+Child mode for what is already held (``bring_under_child_rules``): a user who becomes a child (``PUT
+…/child``, or an age under 13 declared in conversation) is brought under child rules at once, not only for
+what they say next. The rules (``memory.state.policy``): working memory sealed at rest, episodic events
+type only (no summary, keywords, text, index tokens or vector), no beliefs. The pass covers every session's
+message records, cut-reply full texts and queued job payloads (sealed as ``WorkingMemory.append`` seals a
+child's, still readable through the API); every episodic row of every status and every archived one (type
+only, as a child's are stored); the user's beliefs with their evidence and their reviews, which hold the
+claims' text. Then Redis rewrites its append-only file, which still holds the plaintext commands. It runs
+after the child flag is set (from then on the write path itself seals and strips), each step idempotent:
+a failure midway is completed by calling it again. Its report and audit record hold counts only.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from memory.crypto import UserKeys, seal
+from memory.errors import Conflict
+from memory.models import EventType
+from memory.services.episodic import EpisodicMemory, Revealed
+from memory.services.maintenance import Maintenance
+from memory.services.semantic import SemanticMemory
+from memory.services.trail import AuditTrail
+from memory.settings import Settings
+from memory.state import RedisState
+from memory.state.policy import Policy
+from memory.text import language
+from memory.userdata import UserData
+from memory.userhash import user_hash
+
+#: What a child's event reveals: nothing of its message (``memory.pipeline.rule_stage``).
+EMPTY = Revealed(summary="", keywords=[], text="").model_dump_json().encode()
+TYPE_ONLY_LANG = language("")  # a child's event is stored with the language of its (empty) text
+
+
+class Receipt(BaseModel):
+    user: str = Field(description="The hashed user id: the receipt itself holds no personal data.")
+    erased_at: float
+    removed: dict[str, int]
+    remaining: dict[str, int] = Field(description="Anything still found after the erasure (should be all 0).")
+    complete: bool
+
+
+class Privacy:
+    def __init__(self, state: RedisState, episodic: EpisodicMemory, semantic: SemanticMemory,
+                 maintenance: Maintenance, user_keys: UserKeys, trail: AuditTrail,
+                 stores: Callable[[], tuple[UserData, ...]], settings: Settings, user_hash_key: bytes) -> None:
+        self._state = state
+        self._episodic = episodic
+        self._semantic = semantic
+        self._maintenance = maintenance
+        self._user_keys = user_keys
+        self._trail = trail
+        self._stores = stores
+        self._settings = settings
+        self._hash_key = user_hash_key
+
+    # --- consent and child mode ------------------------------------------------------------------------
+    def set_consent(self, tenant: str, user_id: str, granted: bool, operator_id: str) -> Policy:
+        """Opt in to (or out of) long-term memory. Audited."""
+        policy = self._state.policies.set_consent(tenant, user_id, granted, operator_id)
+        action = "consent.grant" if granted else "consent.revoke"
+        self._trail.submit([self._trail.record(tenant, user_id, action, operator_id, "human")])
+        return policy
+
+    def set_child(self, tenant: str, user_id: str, child: bool, operator_id: str,
+                  source: str = "human") -> tuple[Policy, dict[str, int]]:
+        """Child mode on or off, audited; on brings what is already held under child rules (its counts)."""
+        policy = self._state.policies.set_child(tenant, user_id, child, operator_id)
+        self._trail.submit([self._trail.record(tenant, user_id, "child_mode.set", operator_id, source,
+                                               fields={"child": child})])
+        converted = self.bring_under_child_rules(tenant, user_id, operator_id, source) if child else {}
+        return policy, converted
+
+    def bring_under_child_rules(self, tenant: str, user_id: str, operator_id: str,
+                                source: str = "human") -> dict[str, int]:
+        """Convert what is held for a user now in child mode; returns what was converted, counts only.
+        ``source`` is the audit record's: "human" when someone set child mode, "pipeline" when the user
+        declared an age."""
+        if not self._state.policies.get(tenant, user_id).child:
+            raise Conflict(f"user {user_id!r} is not in child mode: set it first (PUT .../child)")
+        key = self._user_keys.get(tenant, user_id)
+
+        def sealed(event_id: str) -> bytes:
+            return seal(key, EMPTY, event_id)  # as the episodic service seals a payload: under the event id
+
+        working = self._state.working.seal_held(tenant, user_id, key)
+        report = {
+            "sessions": working["sessions"], "messages_sealed": working["messages"],
+            "full_texts_sealed": working["full_texts"], "job_payloads_sealed": working["jobs"],
+            "events_stripped": self._episodic.strip_content(tenant, user_id, sealed, TYPE_ONLY_LANG),
+            "archived_events_stripped": self._maintenance.strip_archive(tenant, user_id, sealed, TYPE_ONLY_LANG),
+            "beliefs_removed": self._semantic.erase(tenant, user_id)[self._semantic.name],
+            "reviews_removed": self._state.reviews.erase(tenant, user_id)["reviews"],  # they hold the claims' text
+        }
+        self._state.rewrite_append_only_file()
+        self._trail.submit([self._trail.record(tenant, user_id, "child_mode.convert", operator_id, source,
+                                               fields=report)])
+        return report
+
+    # --- deleting ---------------------------------------------------------------------------------------
+    def delete_type(self, tenant: str, user_id: str, event_type: EventType, operator_id: str) -> int:
+        """Delete every stored event of one type (e.g. all small talk). Audited."""
+        removed = self._episodic.delete_type(tenant, user_id, event_type)
+        self._trail.submit([self._trail.record(tenant, user_id, "episodic.delete_type", operator_id, "human",
+                                               fields={"event_type": event_type.value, "removed": removed})])
+        return removed
+
+    def erase(self, tenant: str, user_id: str, operator_id: str, at: float | None = None) -> Receipt:
+        at = time.time() if at is None else at
+        self._state.policies.tombstone(tenant, user_id, at)
+        removed: dict[str, int] = {}
+        for store in self._stores():
+            removed.update(store.erase(tenant, user_id))
+        self._state.rewrite_append_only_file()
+        remaining = self.verify(tenant, user_id)
+        receipt = Receipt(user=user_hash(self._hash_key, tenant, user_id), erased_at=at, removed=removed,
+                          remaining=remaining, complete=not any(remaining.values()))
+        # the erasure's time is its identity: the sweep re-running it writes the same record again
+        self._trail.submit([self._trail.record(tenant, user_id, "user.erase", operator_id, "human", identity=str(at),
+                                               fields={"removed": removed, "complete": receipt.complete})])
+        return receipt
+
+    def verify(self, tenant: str, user_id: str) -> dict[str, int]:
+        """What is still stored for this user, store by store (``memory.userdata.stores``)."""
+        return {store.name: int(store.count(tenant, user_id)) for store in self._stores()}
+
+    def export(self, tenant: str, user_id: str) -> dict[str, Any]:
+        """Everything kept about the user, store by store, opened where their key still exists."""
+        return {store.name: store.export(tenant, user_id) for store in self._stores()}
+
+    def sweep(self, dry_run: bool = False, limit: int = 1000, batch_size: int = 1000) -> dict[str, Any]:
+        """Re-run and verify erasures younger than the SLA; forget a user's raw id once verified after it."""
+        sla = self._settings.erasure_sla_hours * 3600
+        now = time.time()
+        report: dict[str, Any] = {"checked": 0, "completed": 0, "verified": 0, "incomplete": 0, "dry_run": dry_run}
+        policies = self._state.policies
+        for tenant in policies.tenants_erasing():
+            for user_id, at in policies.erasing(tenant, limit, batch_size):
+                report["checked"] += 1
+                remaining = self.verify(tenant, user_id)
+                if any(remaining.values()):
+                    report["incomplete"] += 1
+                    if not dry_run:
+                        self.erase(tenant, user_id, operator_id="erasure-sweeper", at=at)
+                        report["completed"] += 1
+                elif now - at > sla and not dry_run:
+                    policies.verified(tenant, user_id)
+                    report["verified"] += 1
+            if not dry_run:
+                policies.forget_tombstones(tenant, now - self._settings.job_ttl_s)
+        if report["checked"] and not dry_run:
+            self._state.rewrite_append_only_file()  # queued work for erased users has drained: drop its traces too
+        return report
+
+    def access_denied(self, tenant: str, resource: str, resource_id: str, owner_tenant: str) -> None:
+        """Audit a tenant asking for another tenant's resource (it was answered 404)."""
+        owner = user_hash(self._hash_key, owner_tenant, "-")
+        self._trail.submit([self._trail.record(tenant, "-", "access.denied", tenant, "api", fields={
+            "resource": resource, "resource_id": resource_id, "owner_tenant_hash": owner})])
