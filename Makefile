@@ -22,18 +22,21 @@ run: install
 demo: install
 	$(PY) -m workers.local.demo
 
-# lint and strict types, then two lanes: fast (no server, under a minute), then the tests that need servers
+# lint and strict types, then two lanes: fast (no server), then the tests that need servers. Each lane runs
+# on two pytest workers, a test file per worker (a file's tests share its stack and run in order).
+LANE = -n 2 --dist loadfile
+
 test: install
 	$(PY) -m ruff check .
 	$(PY) -m mypy
-	$(PY) -m pytest -m "not stack"
-	$(PY) -m pytest -m stack
+	$(PY) -m pytest -m "not stack" $(LANE)
+	$(PY) -m pytest -m stack $(LANE)
 
 test-fast: install
-	$(PY) -m pytest -m "not stack"
+	$(PY) -m pytest -m "not stack" $(LANE)
 
 test-stack: install
-	$(PY) -m pytest -m stack
+	$(PY) -m pytest -m stack $(LANE)
 
 clean:
 	rm -rf $(VENV) var

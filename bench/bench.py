@@ -566,7 +566,7 @@ def _gen_init(db: Path | None, templates: list[dict], user_keys: dict[int, bytes
 
 def _gen_rounds(spec: tuple[list[int], list[int]]) -> list:
     """The events ``j`` of every user ``u`` in ``spec``, sealed and with keyed tokens under the user's key
-    exactly as ``memory.events.EpisodicMemory`` stores them."""
+    exactly as ``memory.services.episodic.EpisodicMemory`` stores them."""
     import hashlib
     import hmac
 

@@ -23,7 +23,6 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from memory import userdata
 from memory.archive import ColdStore
 from memory.audit import AuditSink
 from memory.crypto import UserKeys, load_master_key
@@ -42,6 +41,7 @@ from memory.settings import Settings, get_settings
 from memory.state import RedisState
 from memory.state.working import WorkingMemory
 from memory.tuning import QueryAdapter, adapters_dir
+from memory.userdata import UserData, UserKey
 from memory.userhash import hashing_key
 
 ADAPTER_CHECK_S = 2.0
@@ -117,7 +117,13 @@ class Mneme:
     @cached_property
     def privacy(self) -> Privacy:
         return Privacy(self.state, self.episodic, self.semantic, self.maintenance, self.user_keys, self.trail,
-                       lambda: userdata.stores(self), self.settings, self.user_hash_key)
+                       self.user_data, self.settings, self.user_hash_key)
+
+    def user_data(self) -> tuple[UserData, ...]:
+        """Every store of user data (``memory.userdata``), in erasure order: the key last."""
+        state = self.state
+        return (state.working, state.policies, state.reviews, state.devices, state.dead_letters,
+                state.feedback_pairs, self.episodic, self.semantic, self.maintenance, UserKey(self.user_keys))
 
     @cached_property
     def llm(self) -> LLMExtractor:

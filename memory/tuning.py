@@ -70,7 +70,7 @@ def train(embedder: Embedder, pairs: Sequence[TrainingPair], out_dir: Path, *, r
     positives = torch.from_numpy(embedder.embed([p.positive for p in pairs]))
     dim = queries.shape[1]
 
-    class QueryHead(torch.nn.Module):
+    class QueryHead(torch.nn.Module):  # type: ignore[misc]  # torch is Any to mypy (pyproject: follow_imports)
         def __init__(self) -> None:
             super().__init__()
             self.proj = torch.nn.Linear(dim, dim, bias=False)
@@ -89,7 +89,7 @@ def train(embedder: Embedder, pairs: Sequence[TrainingPair], out_dir: Path, *, r
         logits = model(queries) @ positives.T / temperature
         loss = torch.nn.functional.cross_entropy(logits, labels)
         optimiser.zero_grad()
-        loss.backward()  # type: ignore[no-untyped-call]  # unannotated in torch
+        loss.backward()
         optimiser.step()
         losses.append(loss.item())
 

@@ -1,24 +1,21 @@
 """Every store that holds a user's data, under one protocol: count, export, erase.
 
-Erasure, its verification and the export (``memory.services.privacy``) loop over ``stores(mneme)``, so a
-store cannot be left out of one of them. The Redis repositories (``memory.state``) implement the protocol
-themselves; the services that own a port holding user data implement it for their port (episodic events,
-the graph, the archive), and the per-user keys through ``UserKey`` below. Every Redis key family in
-``memory.state.keys`` names the store that covers it, or why it holds no user data (``keys.ERASED_BY`` /
-``keys.NO_USER_DATA``), and ``tests/test_userdata.py`` fails when a family, or a store, is not covered.
-Order matters for erasure: the user's key goes last, so everything sealed under it is deleted while it can
-still be told apart, and unreadable after.
+Erasure, its verification and the export (``memory.services.privacy``) loop over the one registry the
+composition root builds (``Mneme.user_data``), so a store cannot be left out of one of them. The Redis
+repositories (``memory.state``) implement the protocol themselves; the services that own a port holding user
+data implement it for their port (episodic events, the graph, the archive), and the per-user keys through
+``UserKey`` below. Every Redis key family in ``memory.state.keys`` names the store that covers it, or why it
+holds no user data (``keys.ERASED_BY`` / ``keys.NO_USER_DATA``), and ``tests/test_userdata.py`` fails when a
+family, or a store, is not covered. Order matters for erasure: the user's key goes last, so everything
+sealed under it is deleted while it can still be told apart, and unreadable after.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from memory.crypto import UserKeys
 from memory.errors import NotFound
-
-if TYPE_CHECKING:
-    from memory.mneme import Mneme
 
 
 @runtime_checkable
@@ -56,9 +53,3 @@ class UserKey:
             return {self.name: 0}
         return {self.name: 1}
 
-
-def stores(mneme: Mneme) -> tuple[UserData, ...]:
-    """Every store of user data, in erasure order (the key last)."""
-    state = mneme.state
-    return (state.working, state.policies, state.reviews, state.devices, state.dead_letters, state.feedback_pairs,
-            mneme.episodic, mneme.semantic, mneme.maintenance, UserKey(mneme.user_keys))

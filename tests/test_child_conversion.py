@@ -1,5 +1,6 @@
-"""A user who becomes a child has what is already held brought under child rules at once (``memory.childmode``),
-through the real stack: working memory sealed (and still readable), events type only, beliefs and reviews gone."""
+"""A user who becomes a child has what is already held brought under child rules at once
+(``Privacy.bring_under_child_rules``), through the real stack: working memory sealed (and still readable), events
+type only, beliefs and reviews gone."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ def test_every_key_family_is_erased_by_a_store_or_holds_no_user_data():
 
 def test_every_named_store_exists_and_the_key_goes_last(tmp_path):
     rt = Mneme(Settings(_env_file=None, redis_url="redis://127.0.0.1:1/0", data_dir=tmp_path))  # nothing opened
-    found = userdata.stores(rt)
+    found = rt.user_data()
     assert all(isinstance(s, userdata.UserData) for s in found)  # count, export, erase
     stores = [s.name for s in found]
     assert set(keys.ERASED_BY.values()) <= set(stores) and len(set(stores)) == len(stores)

@@ -1,5 +1,5 @@
 """The episodic store port. Adapters fill in a few primitives over opaque, already-protected records;
-sealing, keyed tokens (``memory.events``) and ranking (``memory.recall``) live once, outside them.
+sealing, keyed tokens (``memory.services.episodic``) and ranking (``memory.recall``) live once, outside them.
 
 Two tiers in one store. Every event keeps its row — its sealed verbatim text, keyed tokens and vector —
 until a named forgetting removes it (archive, delete-by-type, erasure), so nothing a user said becomes
@@ -30,13 +30,12 @@ messages from its message ids and one count per row removed. Either way ``ts`` b
 remaining row's ``said_at``; confidence stays (a merged confidence cannot be split back into its parts).
 Running it again changes nothing. ``plan_retraction`` says what to do; every adapter applies it.
 
-Contract of ``strip_content`` (a user who became a child, ``memory.childmode``): every row of the user, in
-every status, is left as a child's event is stored — type only. Its payload becomes ``sealed(event_id)``
-(the caller seals an empty summary, keywords and text), its index tokens go (keyword search finds it no
-more), its vector becomes a zero row (nothing of a child's content is embedded) and its ``lang`` is
-``lang``; everything else stays (type, role, times, message ids, count, confidence, weight, noise, status,
-canonical id, text hash). Other users' rows are not touched; running it again leaves the rows type only.
-"""
+Contract of ``strip_content`` (a user who became a child, ``Privacy.bring_under_child_rules``): every row of the
+user, in every status, is left as a child's event is stored — type only. Its payload becomes ``sealed(event_id)``
+(the caller seals an empty summary, keywords and text), its index tokens go (keyword search finds it no more), its
+vector becomes a zero row (nothing of a child's content is embedded) and its ``lang`` is ``lang``; everything else
+stays (type, role, times, message ids, count, confidence, weight, noise, status, canonical id, text hash). Other
+users' rows are not touched; running it again leaves the rows type only."""
 
 from __future__ import annotations
 

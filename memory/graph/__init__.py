@@ -1,7 +1,7 @@
 """The graph store port: User and Concept nodes, user→concept relations with a confidence, a source, a
 status and their evidence. Adapters fill in these primitives, each atomic in the backend; what the
 primitives are used for (contradictions, cross-device rules, decay, reviews) lives once in
-``memory.beliefs``.
+``memory.services.semantic``.
 
 Primitive semantics (every adapter, same numbers):
 - ``merge``: applies one piece of evidence to one relation, once (the same ``evidence_id`` on the same

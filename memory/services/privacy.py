@@ -1,7 +1,7 @@
 """The privacy service: consent, child mode, erasure with its proof, deleting events of one type. Audited.
 
 Erasure (``erase``) first writes a tombstone (work received before it is dropped by every stage), then
-erases every store of user data ``memory.userdata.stores`` names — working memory and the user's jobs,
+erases every store of user data ``Mneme.user_data`` names — working memory and the user's jobs,
 policy, reviews, devices, dead letters, feedback pairs, episodic events of every tier, the graph user (id
 kept, everything else cleared), archive objects — and last destroys the user's key (anything sealed under
 it, anywhere, is unreadable from then on). Every step is idempotent; ``sweep`` (beat, hourly) runs it again
@@ -136,7 +136,7 @@ class Privacy:
         return receipt
 
     def verify(self, tenant: str, user_id: str) -> dict[str, int]:
-        """What is still stored for this user, store by store (``memory.userdata.stores``)."""
+        """What is still stored for this user, store by store (``Mneme.user_data``)."""
         return {store.name: int(store.count(tenant, user_id)) for store in self._stores()}
 
     def export(self, tenant: str, user_id: str) -> dict[str, Any]:

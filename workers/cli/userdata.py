@@ -32,7 +32,7 @@ def export(ctx: typer.Context, user_id: str,
 
 
 def export_user(mneme: Mneme, tenant: str, user_id: str) -> dict[str, Any]:
-    """One user's data from every store (``memory.userdata.stores``), each read keyed by (tenant, user)."""
+    """One user's data from every store (``Mneme.user_data``), each read keyed by (tenant, user)."""
     return {"tenant": tenant, "user_id": user_id, "exported_at": time.time(), **mneme.privacy.export(tenant, user_id)}
 
 
