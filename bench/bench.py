@@ -241,7 +241,7 @@ def bench_memory(url: str, sessions: int, per_session: int) -> dict:
     client = redis.Redis.from_url(url, decode_responses=True)
     mneme = Mneme(Settings(_env_file=None, redis_url=url))
     mneme.working.append(tenant="warm", user_id="w", session_id="w", message_id="w", role=Role.user, content="warm",
-                            client_ts=time.time(), job_id="warm")  # loads the script, creates the pending set
+                         client_ts=time.time(), job_id="warm")  # loads the script, creates the pending set
     client.delete(keys.session("warm", "w").all()[0])
     before = client.info("memory")["used_memory"]
     started, i, now = time.perf_counter(), 0, time.time()
