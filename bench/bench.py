@@ -30,6 +30,8 @@ import os
 import platform
 import random
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -50,7 +52,7 @@ from workers.local.stack import Stack, free_port
 DATA = Path(__file__).parent / "data"
 OUT = Path(__file__).parent / "results"
 TENANT = "default"
-SECTIONS = ("working", "memory", "e2e", "api", "recall", "extract", "embedder")
+SECTIONS = ("working", "memory", "footprint", "e2e", "api", "recall", "extract", "embedder")
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -309,6 +311,48 @@ def _key_groups(client: redis.Redis) -> dict[str, float]:
             parts[1], "other (metrics, user sessions)")
         groups[group] = groups.get(group, 0) + (client.memory_usage(key, samples=0) or 0)
     return {k: round(v / 1e6, 2) for k, v in sorted(groups.items())}
+
+
+# --- the default stack's footprint --------------------------------------------------------------
+def bench_footprint(tmp: Path, messages: int = 60) -> dict:
+    """RSS (and PSS: shared pages split between the processes sharing them) of every process of the stack
+    ``make run`` starts, once each has done its work (messages through the pipeline, a recall); raw
+    baseline: a Redis server plus one Python process holding the same embedding model, the least a stack
+    that embeds must hold."""
+    import httpx
+    import psutil
+
+    stack = Stack(tmp / "footprint", api_port=free_port(), flower_port=free_port(),
+                  env={"MNEME_REDIS_URL": "", "MNEME_CONSENT_REQUIRED": "false"})
+    stack.start()
+    try:
+        texts, ts = corpus(), time.time() - 3600
+        bodies = [_message_body(i, texts[i % len(texts)][1], texts[i % len(texts)][0], 5, 12, ts + i)
+                  for i in range(messages)]
+        job_ids = [httpx.post(stack.api_url + "/v1/messages", json=b, timeout=30).json()["job_id"] for b in bodies]
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            states = {httpx.get(f"{stack.api_url}/v1/jobs/{j}", timeout=30).json()["state"] for j in job_ids}
+            if states <= {"done", "failed"}:
+                break
+            time.sleep(0.5)
+        httpx.post(stack.api_url + "/v1/recall", json={"user_id": "u1", "query": texts[1][1]}, timeout=30)
+        processes: dict[str, dict[str, float]] = {}
+        for name, proc in stack.procs.items():
+            tree = psutil.Process(proc.pid)
+            for i, p in enumerate([tree, *tree.children(recursive=True)]):
+                m = p.memory_full_info()
+                processes[name if i == 0 else f"{name} (child {i})"] = {"rss_mb": m.rss / 1e6, "pss_mb": m.pss / 1e6}
+    finally:
+        stack.stop()
+    probe = ("import psutil; from memory.embedding import USEEmbedder; e = USEEmbedder(threads=1); "
+             "e.embed(['warm up', '预热一下']); print(psutil.Process().memory_info().rss)")
+    model_rss = int(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                                   check=True).stdout.split()[-1]) / 1e6
+    redis_rss = processes.get("redis", {}).get("rss_mb", 0.0)
+    return {"processes": processes, "rss_mb": sum(p["rss_mb"] for p in processes.values()),
+            "pss_mb": sum(p["pss_mb"] for p in processes.values()), "raw_mb": model_rss + redis_rss,
+            "messages": messages}
 
 
 # --- 3 + 7. end to end and the enqueue API, on one real stack -----------------------------------
@@ -799,6 +843,12 @@ def rows(r: dict) -> list[tuple[str, str, str, str, str, str]]:
         busy = m["every_job_still_pending"]
         out.append(("  before the pipeline ran: every job pending", f"{busy['used_memory_delta_mb']:.1f} MB",
                     "-", "-", "(info)", ""))
+    if "footprint" in r:
+        f = r["footprint"]
+        out.append((f"memory of the default stack, {len(f['processes'])} processes", f"{f['rss_mb']:.0f} MB RSS",
+                    f"{f['raw_mb']:.0f} MB", f"{f['rss_mb'] / f['raw_mb']:.2f}x", "<= 700 MB RSS",
+                    verdict(f["rss_mb"] <= 700)))
+        out.append(("  the same, shared pages split (PSS)", f"{f['pss_mb']:.0f} MB", "-", "-", "(info)", ""))
     if "e2e" in r:
         e = r["e2e"]
         out.append(("end-to-end enqueue -> done", f"{e['mneme_messages_per_s']:.0f} msg/s",
@@ -856,6 +906,12 @@ def notes(r: dict) -> list[str]:
         out.append("Redis memory, raw baseline: the same records as JSON in one plain list per session; Mneme's "
                    "figure counts everything the appends leave once the pipeline has finished their jobs (window, "
                    "versions, ids, full texts, the jobs' status records, metrics)")
+    if "footprint" in r:
+        f = r["footprint"]
+        per = ", ".join(f"{name} {p['rss_mb']:.0f}" for name, p in f["processes"].items())
+        out.append(f"stack memory: the stack `make run` starts (API, two workers, beat, Flower, Redis) after "
+                   f"{f['messages']} messages and a recall; RSS MB by process: {per}; raw baseline: Redis plus one "
+                   f"Python process holding the embedding model")
     if "e2e" in r:
         e = r["e2e"]
         out.append(f"end to end: {e['messages']} messages POSTed by 16 concurrent httpx clients, done = every job "
@@ -933,6 +989,8 @@ def main() -> None:
         if "memory" in only:
             run("memory", "Redis memory", with_redis(tmp / "memory", lambda st: bench_memory(
                 st.env["MNEME_REDIS_URL"], 1000, 50)))
+        if "footprint" in only:
+            run("footprint", "stack memory", lambda: bench_footprint(tmp))
         if "e2e" in only or "api" in only:
             print("starting a stack (API, workers, beat) …", flush=True)
             stack = Stack(tmp / "stack", api_port=free_port(), flower_port=free_port(), beat=True, flower=False,

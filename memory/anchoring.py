@@ -8,8 +8,9 @@ import html
 import re
 from collections.abc import Sequence
 
-import rjieba
 from pydantic import BaseModel
+
+from memory.text import segmenter
 
 _ZH_ANAPHOR = re.compile(r"^(?:之前|上次|刚才|前面)?(?:说的|讲的|提到的)?"
                          r"(?:那个|这个|那道|这道|那条|这条|那种|这种)(.+)$")
@@ -27,7 +28,7 @@ class Anchored(BaseModel):
 
 def _zh_phrases(text: str, kind: str) -> list[str]:
     """Words naming a ``kind`` in ``text``, in order: 楞次定律, 右手+定则 → 右手定则."""
-    words = rjieba.cut(text, True)
+    words = segmenter().cut(text, True)
     out = []
     for i, word in enumerate(words):
         if word.endswith(kind) and len(word) > len(kind):

@@ -40,6 +40,7 @@ from memory.services.trail import AuditTrail
 from memory.settings import Settings, get_settings
 from memory.state import RedisState
 from memory.state.working import WorkingMemory
+from memory.text import tokenize
 from memory.tuning import QueryAdapter, adapters_dir
 from memory.userdata import UserData, UserKey
 from memory.userhash import hashing_key
@@ -145,6 +146,7 @@ class Mneme:
         """Load the embedder and run a real encode, and open the stores, so the first request after a start
         is not the one that pays for it. A store that cannot open now is reported by ``health``."""
         self.embedder.embed(["warm up", "预热一下"])
+        tokenize("预热一下")  # loads the segmenter's dictionary
         pings: tuple[Callable[[], None], ...] = (lambda: self.episodic.ping(), lambda: self.semantic.ping())
         for ping in pings:
             try:

@@ -11,8 +11,7 @@ import html
 import re
 import unicodedata
 from collections import Counter
-
-import rjieba
+from types import ModuleType
 
 ELLIPSIS = "…"
 FULL_TEXT_MARKER = "[全文见历史]"
@@ -89,6 +88,15 @@ def language(text: str) -> str:
     return "zh" if cjk else "en"
 
 
+
+def segmenter() -> ModuleType:
+    """jieba-rs, imported on first use: its dictionary is ~35 MB of every process that imports it, and most
+    of Mneme's processes (beat, Flower, a prefork worker's parent) never segment a word."""
+    import rjieba
+
+    return rjieba
+
+
 def tokenize(text: str, method: str = "jieba") -> list[str]:
     """Search tokens. English: lower-cased words without stopwords. Chinese runs: the words of jieba's
     search-mode segmentation (jieba-rs: jieba's dictionary and output, ~14× faster), or with
@@ -100,7 +108,7 @@ def tokenize(text: str, method: str = "jieba") -> list[str]:
             if run not in EN_STOPWORDS:
                 tokens.append(run.replace("’", "'"))
         elif method == "jieba":
-            words = rjieba.cut_for_search(run, True)
+            words = segmenter().cut_for_search(run, True)
             tokens.extend(w for w in words if not (len(w) == 1 and w in ZH_FUNCTION_CHARS))
         else:
             tokens.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])

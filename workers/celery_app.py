@@ -1,7 +1,8 @@
 """The Celery app: explicit queues and routes, JSON only, late acks, prefetch 1.
 
 ``celery -A workers.celery_app:app worker`` builds the app on first access (PEP 562), so importing
-this module creates nothing.
+this module creates nothing. ``ops`` is the same app without the task modules, for the processes that only
+send tasks by name or watch them — beat and Flower — so they do not load the library (~40 MB each).
 """
 
 from __future__ import annotations
@@ -65,18 +66,21 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     }
 
 
-def create_celery(settings: Settings) -> Celery:
-    app = Celery("mneme", include=["tasks.pipeline", "tasks.maintenance", "tasks.signals"])
+TASK_MODULES = ("tasks.pipeline", "tasks.maintenance", "tasks.signals")
+
+
+def create_celery(settings: Settings, with_tasks: bool = True) -> Celery:
+    app = Celery("mneme", include=list(TASK_MODULES) if with_tasks else [])
     app.conf.update(celery_config(settings))
     return app
 
 
-@lru_cache(maxsize=1)
-def get_celery() -> Celery:
-    return create_celery(get_settings())
+@lru_cache(maxsize=2)
+def get_celery(with_tasks: bool = True) -> Celery:
+    return create_celery(get_settings(), with_tasks)
 
 
 def __getattr__(name: str) -> Celery:
-    if name == "app":
-        return get_celery()
+    if name in ("app", "ops"):
+        return get_celery(with_tasks=name == "app")
     raise AttributeError(name)

@@ -143,6 +143,7 @@ class Stack:
     def commands(self) -> dict[str, list[str]]:
         py = sys.executable
         celery = [py, "-m", "celery", "-A", "workers.celery_app:app"]
+        ops = [py, "-m", "celery", "-A", "workers.celery_app:ops"]  # beat and Flower run no task
         batch = self.settings.embed_batch_size
         cmds = {
             "api": [py, "-m", "uvicorn", "workers.api:create_app", "--factory", "--host", "127.0.0.1",
@@ -155,9 +156,9 @@ class Stack:
                              "--prefetch-multiplier", str(batch), "--without-gossip", "--without-mingle"],
         }
         if self.beat:
-            cmds["beat"] = [*celery, "beat", "-l", "INFO", "-s", str(self.data_dir / "celerybeat-schedule")]
+            cmds["beat"] = [*ops, "beat", "-l", "INFO", "-s", str(self.data_dir / "celerybeat-schedule")]
         if self.flower:
-            cmds["flower"] = [*celery, "flower", "--address=127.0.0.1", f"--port={self.flower_port}"]
+            cmds["flower"] = [*ops, "flower", "--address=127.0.0.1", f"--port={self.flower_port}"]
         return cmds
 
     def start_redis(self) -> None:
