@@ -24,7 +24,7 @@ from memory import anchoring, feedback, ids, tuning
 from memory.crypto import SEALED_TEXT, open_text
 from memory.embedding import embed_in_context
 from memory.episodic import AddReport
-from memory.errors import NotFound
+from memory.errors import InvalidInput, NotFound
 from memory.extraction import extract
 from memory.mneme import Mneme
 from memory.models import Event, EventType, Extraction, Fact, Message, Relation
@@ -39,7 +39,7 @@ RETRACTED_NOTE = "its message was taken back (撤回) by a rollback: nothing of 
 
 
 class EmbedItem(BaseModel):
-    """One message's embed input, built from its job (``embed_item``)."""
+    """One message's embed input, built from its job (``embed_items``)."""
 
     job_id: str
     text: str  # empty in child mode: nothing of the content is embedded
@@ -124,19 +124,31 @@ def declare(mneme: Mneme, job_id: str, message: Message, extraction: Extraction,
     return branches
 
 
-def embed_item(mneme: Mneme, found: JobInput) -> EmbedItem | None:
-    """A job's embed input (None if it was not extracted: nothing to embed)."""
-    work = found.work()
-    if work is None:
-        return None
-    message = found.message()
-    child_since = mneme.state.policies.get(message.tenant, message.user_id).child
-    full = work.mode == Mode.full and not child_since
-    text = opened(mneme, message).content if full else ""
-    events = work.events if full else type_only(work.events)
-    return EmbedItem(job_id=found.job_id, text=text, events=events, tenant=message.tenant,
-                     user_id=message.user_id, received_at=message.received_at, session_id=message.session_id,
-                     message_id=message.message_id)
+def embed_items(mneme: Mneme, found: Sequence[JobInput | None]) -> list[EmbedItem | InvalidInput | None]:
+    """Each job's embed input: None if there is nothing to embed (done, ended, or not extracted), the
+    ``InvalidInput`` of a job whose record is malformed (it fails alone), else its item — in child mode (set
+    since extraction, read for every job in one round trip) without content."""
+    decoded: list[tuple[JobInput, JobWork, Message] | InvalidInput | None] = []
+    for job in found:
+        try:
+            work = job.work() if job else None
+            decoded.append((job, work, job.message()) if job and work else None)
+        except InvalidInput as exc:
+            decoded.append(exc)
+    ready = [d for d in decoded if isinstance(d, tuple)]
+    children = iter(mneme.state.policies.child_each([(m.tenant, m.user_id) for _, _, m in ready]))
+    items: list[EmbedItem | InvalidInput | None] = []
+    for d in decoded:
+        if not isinstance(d, tuple):
+            items.append(d)
+            continue
+        job, work, message = d
+        full = work.mode == Mode.full and not next(children)
+        items.append(EmbedItem(job_id=job.job_id, text=opened(mneme, message).content if full else "",
+                               events=work.events if full else type_only(work.events), tenant=message.tenant,
+                               user_id=message.user_id, received_at=message.received_at,
+                               session_id=message.session_id, message_id=message.message_id))
+    return items
 
 
 def graph_input(found: JobInput) -> tuple[list[Fact], float]:
@@ -183,11 +195,12 @@ def previous_turns(mneme: Mneme, items: Sequence[EmbedItem]) -> list[str]:
 def embed_stage(mneme: Mneme, items: Sequence[EmbedItem]) -> list[dict[str, Any]]:
     """Embed many messages in one model call and store (or merge) their events; returns the audit
     records of events that left the live layer over the per-user cap."""
-    erased = [i for i in items if mneme.state.policies.erased_after(i.tenant, i.user_id, i.received_at)]
+    gone = mneme.state.policies.erased_after_each([(i.tenant, i.user_id, i.received_at) for i in items])
+    erased = [i for i, erased_since in zip(items, gone, strict=True) if erased_since]
     for item in erased:  # queued before the user's erasure: dropped, never resurrected
         mneme.state.jobs.finish(item.job_id, "dropped", "the user was erased after this message arrived")
     items = [i for i in items if i not in erased]
-    retracted = [i for i in items if _taken_back(mneme, i)]
+    retracted = [i for i, back in zip(items, _taken_back(mneme, items), strict=True) if back]
     for item in retracted:
         mneme.state.jobs.finish(item.job_id, "retracted", RETRACTED_NOTE)
     items = [i for i in items if i not in retracted]
@@ -199,21 +212,28 @@ def embed_stage(mneme: Mneme, items: Sequence[EmbedItem]) -> list[dict[str, Any]
     said = {event.event_id: item.text for item in items for event in item.events}  # event ids are per user
     report = mneme.episodic.add(events, rows, said) if events else AddReport()
     records = []
-    for item in items:
-        if _taken_back(mneme, item):  # taken back while this batch was being written: what it wrote goes too
+    done: dict[str, dict[str, int | str]] = {}
+    for item, back in zip(items, _taken_back(mneme, items), strict=True):
+        if back:  # taken back while this batch was being written: what it wrote goes too
             records += retract(mneme, item.tenant, item.user_id, item.session_id, [item.message_id])[1]
             continue
-        merged = sum(1 for e in item.events if e.event_id in report.merged)
-        mneme.state.jobs.note(item.job_id, embed_batch=len(items), merged=merged)
-        mneme.state.jobs.complete(item.job_id, "embed")
+        done[item.job_id] = {"embed_batch": len(items),
+                             "merged": sum(1 for e in item.events if e.event_id in report.merged)}
+    mneme.state.jobs.complete_each("embed", done)
     if report.evicted or report.consolidated:
         log.info("over the per-user cap: %d events to the deep tier, %d consolidated", len(report.evicted),
                  len(report.consolidated))
     return mneme.trail.layer_changes(report) + records
 
 
-def _taken_back(mneme: Mneme, item: EmbedItem) -> bool:
-    return mneme.working.retracted(item.tenant, item.session_id, item.message_id)
+def _taken_back(mneme: Mneme, items: Sequence[EmbedItem]) -> list[bool]:
+    """Which of the items' messages a rollback took back, in one round trip per tenant."""
+    back: dict[str, bool] = {}
+    for tenant in {i.tenant for i in items}:
+        mine = [i for i in items if i.tenant == tenant]
+        back.update(zip((i.job_id for i in mine), mneme.working.retracted_each(
+            tenant, [(i.session_id, i.message_id) for i in mine]), strict=True))
+    return [back[i.job_id] for i in items]
 
 
 def graph_stage(mneme: Mneme, job_id: str, facts: Sequence[Fact], received_at: float = 0.0) -> list[dict[str, Any]]:

@@ -91,20 +91,17 @@ def embed(requests: list[SimpleRequest]) -> int:
     # request so one poison message fails its own job only.
     mneme = get_mneme()
     job_ids = [request.kwargs.get("job_id") for request in requests]
-    found = mneme.state.jobs.inputs([job_id for job_id in job_ids if isinstance(job_id, str)])
+    built = pipeline.embed_items(mneme, mneme.state.jobs.inputs([j for j in job_ids if isinstance(j, str)]))
     items = []
     for request, job_id in zip(requests, job_ids, strict=True):
         if not isinstance(job_id, str):
             _dead_letter(request, InvalidInput("an embed request names no job_id"), None)
             continue
-        job = found.pop(0)
-        try:
-            item = pipeline.embed_item(mneme, job) if job else None  # None: nothing left to do
-        except InvalidInput as exc:
-            _dead_letter(request, exc, job_id)
-            mneme.state.jobs.fail(job_id, "embed", exc.message)
-            continue
-        if item is not None:
+        item = built.pop(0)
+        if isinstance(item, InvalidInput):  # a malformed job fails alone
+            _dead_letter(request, item, job_id)
+            mneme.state.jobs.fail(job_id, "embed", item.message)
+        elif item is not None:  # None: nothing left to do
             items.append((request, item))
     try:
         send_audit(pipeline.embed_stage(mneme, [item for _, item in items]))

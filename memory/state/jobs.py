@@ -159,6 +159,17 @@ class Jobs:
         self._complete(keys=[keys.job(job_id), keys.PENDING],
                    args=[stage, time.time(), job_id, self._done_ttl_s])
 
+    def complete_each(self, stage: str, notes: Mapping[str, Mapping[str, int | str]]) -> None:
+        """``note`` then ``complete`` for each job (job id → its facts), in one round trip."""
+        pipe = self._redis.pipeline(transaction=False)
+        now = time.time()
+        for job_id, info in notes.items():
+            if info:
+                self._update(keys=[keys.job(job_id)], args=[str(x) for kv in info.items() for x in kv], client=pipe)
+            self._complete(keys=[keys.job(job_id), keys.PENDING], args=[stage, now, job_id, self._done_ttl_s],
+                           client=pipe)
+        pipe.execute()
+
     def finish(self, job_id: str, state: str, note: str) -> None:
         """End a job on purpose (consent off, user erased, its message retracted by a rollback): it is not
         re-sent, and its text is dropped. Ending it again in the same state changes nothing."""

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import redis
@@ -69,6 +70,13 @@ class Policies:
         self._redis.hset(keys.user(tenant, user_id), mapping={"child": int(child), "child_by": by})
         return self.get(tenant, user_id)
 
+    def child_each(self, users: Sequence[tuple[str, str]]) -> list[bool]:
+        """Whether each (tenant, user id) is in child mode, in one round trip."""
+        pipe = self._redis.pipeline(transaction=False)
+        for tenant, user_id in users:
+            pipe.hget(keys.user(tenant, user_id), "child")
+        return [flag == "1" for flag in pipe.execute()]
+
     def tombstone(self, tenant: str, user_id: str, at: float) -> None:
         pipe = self._redis.pipeline()
         pipe.zadd(keys.tombstones(tenant), {user_hash(self._hash_key, tenant, user_id): at})
@@ -77,8 +85,15 @@ class Policies:
 
     def erased_after(self, tenant: str, user_id: str, received_at: float) -> bool:
         """True when the user was erased after this message arrived: its work must be dropped."""
-        at = self._redis.zscore(keys.tombstones(tenant), user_hash(self._hash_key, tenant, user_id))
-        return at is not None and received_at <= at
+        return self.erased_after_each([(tenant, user_id, received_at)])[0]
+
+    def erased_after_each(self, messages: Sequence[tuple[str, str, float]]) -> list[bool]:
+        """``erased_after`` for each (tenant, user id, received at), in one round trip."""
+        pipe = self._redis.pipeline(transaction=False)
+        for tenant, user_id, _ in messages:
+            pipe.zscore(keys.tombstones(tenant), user_hash(self._hash_key, tenant, user_id))
+        return [at is not None and received_at <= float(at)
+                for at, (_, _, received_at) in zip(pipe.execute(), messages, strict=True)]
 
     # --- the user-data protocol (``memory.userdata``) ---
     name = "policy"

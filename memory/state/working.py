@@ -98,21 +98,15 @@ class WorkingMemory:
 
     def _run(self, tenant: str, session_id: str, *args: EncodableT, job_id: str = "", user_id: str = "",
              queue: str = "", job_keys: Sequence[str] = ()) -> list[Any]:
-        """A step of ``sessions.lua`` whose reply is a list: every op but 'retracted'."""
-        reply: list[Any] = self._step(tenant, session_id, *args, job_id=job_id, user_id=user_id, queue=queue,
-                                      job_keys=job_keys)
-        return reply
-
-    def _step(self, tenant: str, session_id: str, *args: EncodableT, job_id: str = "", user_id: str = "",
-              queue: str = "", job_keys: Sequence[str] = ()) -> Any:
-        """One step of ``sessions.lua`` (``args[0]`` is the op); its reply as Redis gives it."""
+        """One step of ``sessions.lua`` (``args[0]`` is the op); its reply, a list."""
         k = keys.session(tenant, session_id)
         job_key = keys.job(job_id) if job_id else keys.job("-")
         sessions = keys.user_sessions(tenant, user_id) if user_id else keys.user_sessions(tenant, "-")
         policy = keys.user(tenant, user_id) if user_id else keys.user(tenant, "-")
         with telemetry.observe_working(str(args[0])):  # args[0] is the op: append, read, rollback, get
-            return self._script(keys=[*k.all(), job_key, keys.PENDING, sessions, keys.metrics(tenant), policy,
-                                      queue or keys.job("-"), *job_keys], args=args)
+            reply: list[Any] = self._script(keys=[*k.all(), job_key, keys.PENDING, sessions, keys.metrics(tenant),
+                                                  policy, queue or keys.job("-"), *job_keys], args=args)
+        return reply
 
     def append(
         self,
@@ -244,8 +238,15 @@ class WorkingMemory:
 
     def retracted(self, tenant: str, session_id: str, message_id: str) -> bool:
         """Whether a rollback took this message back: its queued work is dropped (``memory.pipeline``)."""
-        reply: int = self._step(tenant, session_id, "retracted", message_id)  # 1 or 0
-        return reply == 1
+        return self.retracted_each(tenant, [(session_id, message_id)])[0]
+
+    def retracted_each(self, tenant: str, messages: Sequence[tuple[str, str]]) -> list[bool]:
+        """``retracted`` for each (session id, message id), in one round trip: a rollback marks a message it
+        takes back in the session's ids ("seq|hash|r", ``lua/sessions.lua``), in the step that takes it."""
+        pipe = self._redis.pipeline(transaction=False)
+        for session_id, message_id in messages:
+            pipe.hget(keys.session(tenant, session_id).ids, message_id)
+        return [isinstance(seen, str) and seen.endswith("|r") for seen in pipe.execute()]
 
     def seal_held(self, tenant: str, user_id: str, key: bytes) -> dict[str, int]:
         """Child mode for what the user's sessions already hold: every plaintext message record (of every

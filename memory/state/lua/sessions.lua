@@ -3,7 +3,7 @@
 -- step made of named parts — admit (owner, duplicate, retracted), intake (the window), count_message
 -- (counters.lua), job_accept (jobs.lua) and the push of the job's first task.
 -- KEYS: meta, msg, full, snap, ids, job, pending, user_sessions, metrics, policy, queue[, job keys ('seal')]
--- ARGV[1] = op: 'append' | 'rollback' | 'read' | 'get' | 'retracted' | 'held' | 'seal'
+-- ARGV[1] = op: 'append' | 'rollback' | 'read' | 'get' | 'held' | 'seal'
 --
 -- A snapshot is the list of message seqs ordered by client timestamp, comma-joined, with a run of
 -- consecutive seqs written as 'first-last' ("1-50,52").
@@ -318,12 +318,6 @@ if op == 'get' then
   local rec = redis.call('HGET', msg, seq)
   if not rec then return {'gone'} end
   return {'ok', rec, redis.call('HGET', full, seq) or '', redis.call('HGET', meta, 'user') or ''}
-end
-
-if op == 'retracted' then
-  -- ARGV: op, message_id. Whether a rollback took the message back (the pipeline's stages ask).
-  local seen = redis.call('HGET', ids, ARGV[2])
-  return (seen and string.sub(seen, -2) == '|r') and 1 or 0
 end
 
 if op == 'held' then
