@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -112,15 +112,18 @@ def llm_stage(mneme: Mneme, job_id: str, message: Message) -> Extraction:
     return extraction
 
 
-def declare(mneme: Mneme, job_id: str, message: Message, extraction: Extraction,
+Sends = Callable[[Sequence[str]], list[tuple[str, str]]]  # branches → (broker list, task message) to push
+
+
+def declare(mneme: Mneme, job_id: str, message: Message, extraction: Extraction, sends: Sends,
             mode: Mode = Mode.full) -> list[str]:
-    """Anchor the facts, record the extraction on the job and say which branches follow (embed, and
-    graph if any facts). Branches are declared before they are sent, so none can finish first; their
-    input is the job's (``Jobs.inputs``), so their tasks carry only the job id."""
+    """Anchor the facts, record the extraction on the job and send the branches that follow (embed, and
+    graph if any facts) in the same Redis step: declared as they are sent, so none can finish first, and
+    none is lost between the two. Their input is the job's (``Jobs.inputs``): their tasks carry the job id."""
     facts = anchor_facts(mneme, message, extraction.facts)
     branches = ["embed"] + (["graph"] if facts else [])
     mneme.state.jobs.extracted(job_id, branches, [e.event_id for e in extraction.events],
-                               JobWork(mode=mode.value, events=extraction.events, facts=facts))
+                               JobWork(mode=mode.value, events=extraction.events, facts=facts), sends(branches))
     return branches
 
 

@@ -1,7 +1,9 @@
-"""A Celery task message built by hand, for the one place that queues a task inside a Redis step of its
-own: the API accepts a message, records its job and queues its extraction in one atomic step
-(``memory/state/lua/sessions.lua``), so an accepted message always has its task on the broker, and the API spends no
-time in a Celery publish.
+"""A Celery task message built by hand, for the places that queue a task inside a Redis step of their own:
+the API accepts a message, records its job and queues its extraction in one atomic step
+(``memory/state/lua/sessions.lua``), and extraction records its result and queues the branches that follow
+(embed, graph) in one (``memory/state/lua/jobs.lua``). So an accepted message always has its task on the
+broker, a declared branch is always on its way, and neither spends time in a Celery publish (two publishes
+were a third of the pipeline worker's CPU).
 
 The message is what ``app.send_task`` puts on a kombu Redis-transport queue (Celery message protocol 2,
 JSON), with two differences: the body is plain JSON (no ``body_encoding``, which kombu then reads as is), and

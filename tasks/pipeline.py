@@ -4,6 +4,8 @@ undoing: memory.retract, queued by a rollback in the same Redis step (``memory/s
 from __future__ import annotations
 
 import logging
+import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from celery import shared_task
@@ -12,9 +14,11 @@ from celery_batches import Batches, SimpleRequest  # type: ignore[import-untyped
 
 from memory import pipeline
 from memory.errors import InvalidInput, TransientError, described
+from memory.logs import request_id
 from memory.mneme import get_mneme
 from memory.models import Extraction, Message
 from tasks.base import MnemeTask
+from tasks.envelope import task_message
 
 log = logging.getLogger(__name__)
 
@@ -55,12 +59,17 @@ def llm_extract(job_id: str) -> dict[str, Any]:
     return _fan_out(job_id, parsed, pipeline.llm_stage(mneme, job_id, parsed))
 
 
+BRANCH_TASKS = {"embed": "memory.embed", "graph": "memory.upsert_graph"}
+
+
 def _fan_out(job_id: str, message: Message, extraction: Extraction,
              mode: pipeline.Mode = pipeline.Mode.full) -> dict[str, Any]:
-    branches = pipeline.declare(get_mneme(), job_id, message, extraction, mode)
-    embed.apply_async(kwargs={"job_id": job_id})
-    if "graph" in branches:
-        upsert_graph.apply_async(kwargs={"job_id": job_id})
+    def sends(branches: Sequence[str]) -> list[tuple[str, str]]:  # pushed in the step that declares them
+        routes = embed.app.conf.task_routes  # the Celery app's (``workers.celery_app.ROUTES``)
+        return [task_message(BRANCH_TASKS[b], str(uuid.uuid4()), {"job_id": job_id},
+                             routes[BRANCH_TASKS[b]]["queue"], request_id.get()) for b in branches]
+
+    pipeline.declare(get_mneme(), job_id, message, extraction, sends, mode)
     return {"events": len(extraction.events), "facts": len(extraction.facts), "mode": mode.value}
 
 

@@ -34,7 +34,8 @@ def _step(entry: str) -> str:
     return script("jobs.lua", entry=entry)
 
 
-_START = _step("return job_extracted(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])")
+_START = _step("return job_extracted(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], "
+               "{unpack(ARGV, 7)})")
 _COMPLETE = _step("return job_complete(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4])")
 _UPDATE = _step("return job_update(KEYS[1], ARGV)")
 _FINISH = _step("return job_finish(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])")
@@ -138,12 +139,15 @@ class Jobs:
                   "job_ttl": job_ttl_s, "now": repr(round(time.time(), 3))}
         self._accept(keys=[keys.job(job_id), keys.PENDING], args=[json.dumps(fields, ensure_ascii=False)])
 
-    def extracted(self, job_id: str, branches: list[str], event_ids: list[str], work: JobWork) -> None:
-        """Record extraction's result once (a redelivered extraction keeps the first); a job with no branch
-        left is done."""
+    def extracted(self, job_id: str, branches: list[str], event_ids: list[str], work: JobWork,
+                  sends: Sequence[tuple[str, str]] = ()) -> None:
+        """Record extraction's result once (a redelivered extraction keeps the first) and push ``sends``
+        ((broker list, task message) pairs: the branches' tasks) in the same step, so a job is never
+        declared without its branches on their way; a job with no branch left is done. A job that ended
+        meanwhile (erased, taken back, done) gets neither."""
         args: list[EncodableT] = [len(branches), json.dumps(event_ids), time.time(), job_id, self._done_ttl_s,
-                work.model_dump_json(exclude_defaults=True)]
-        self._start(keys=[keys.job(job_id), keys.PENDING], args=args)
+                                  work.model_dump_json(exclude_defaults=True), *(x for pair in sends for x in pair)]
+        self._start(keys=[keys.job(job_id), keys.PENDING, *(queue for queue, _ in sends)], args=args)
 
     def note(self, job_id: str, **info: int | str) -> None:
         """Facts about how the job went (batch size, merges, LLM outcome), shown by ``get``."""

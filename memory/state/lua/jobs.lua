@@ -22,15 +22,18 @@ local function job_accept(job, pending, f)
   redis.call('ZADD', pending, f.now, f.job_id)
 end
 
--- Extraction's result, once (a redelivered extraction keeps the first); a job with no branch left is done.
-local function job_extracted(job, pending, branches, events, now, job_id, done_ttl, work)
+-- Extraction's result, once (a redelivered extraction keeps the first), and in the same step the branches'
+-- task messages pushed (`sends`: queue, message, queue, message…; again on a redelivery or a redrive, which
+-- re-sends what the broker may have lost: the stages are idempotent). A job with no branch left is done.
+local function job_extracted(job, pending, branches, events, now, job_id, done_ttl, work, sends)
   if redis.call('EXISTS', job) == 0 then return 0 end
   local ended = redis.call('HGET', job, 'state')
-  if ended == 'dropped' or ended == 'retracted' then return 0 end  -- ended on purpose while it ran
+  if ended == 'dropped' or ended == 'retracted' or ended == 'done' then return 0 end  -- ended meanwhile
   redis.call('HSETNX', job, 'done:extract', now)
   if redis.call('HSETNX', job, 'branches', branches) == 1 then
     redis.call('HSET', job, 'events', events, 'state', 'extracted', 'updated_at', now, 'work', work)
   end
+  for i = 1, #sends, 2 do redis.call('LPUSH', sends[i], sends[i + 1]) end
   if tonumber(redis.call('HGET', job, 'branches')) <= 0 then
     redis.call('HSET', job, 'state', 'done', 'finished_at', now)
     job_retire(job, done_ttl)
