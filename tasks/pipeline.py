@@ -132,12 +132,13 @@ def embed(requests: list[SimpleRequest]) -> int:
 
 
 def send_audit(records: list[dict[str, Any]]) -> None:
-    """Through the audit trail's outbox (the redrive task re-sends them if their message is lost), queued
-    for the sink as ``memory.audit``."""
-    def send(held: list[dict[str, Any]]) -> None:
-        audit.apply_async(kwargs={"records": held})
+    """Through the audit trail's outbox, with their ``memory.audit`` task pushed in the same transaction (the
+    redrive task re-sends them if the broker loses it)."""
+    def task(held: list[dict[str, Any]]) -> tuple[str, str]:
+        queue = audit.app.conf.task_routes["memory.audit"]["queue"]
+        return task_message("memory.audit", str(uuid.uuid4()), {"records": held}, queue, request_id.get())
 
-    get_mneme().trail.submit(records, send=send)
+    get_mneme().trail.submit(records, task=task)
 
 
 def _dead_letter(request: SimpleRequest, exc: Exception, job_id: str | None, retries: int = 0) -> None:

@@ -1,8 +1,9 @@
 """The audit trail as services write it: every record goes through the outbox, then to the sink.
 
 ``submit`` holds the records in the outbox (``memory.state.outbox``) first, so a record is never lost
-between a change and the sink: with a ``send`` (a worker queues ``memory.audit``) the records travel as a
-task; without one (the API, the CLI) they are written to the sink at once. Either way they leave the
+between a change and the sink: with a ``task`` (a worker's: the ``memory.audit`` message for them) it is
+pushed in the same transaction and the records travel as that task; without one (the API, the CLI) they
+are written to the sink at once. Either way they leave the
 outbox only once the sink has them (``write``), and the redrive task re-sends whatever is held too long
 — a sink that is down delays a record, it does not lose it, nor fail the change it records.
 
@@ -25,7 +26,7 @@ from memory.state.outbox import AuditOutbox
 from memory.userhash import user_hash
 
 log = logging.getLogger("mneme.audit")
-Send = Callable[[list[dict[str, Any]]], None]
+Task = Callable[[list[dict[str, Any]]], tuple[str, str]]  # records → (broker list, task message writing them)
 
 
 class AuditTrail:
@@ -51,17 +52,17 @@ class AuditTrail:
         """What left the live event layer (moved to the deep tier, or consolidated)."""
         return layer_records(self._hash_key, report)
 
-    def submit(self, records: Sequence[dict[str, Any]], send: Send | None = None) -> None:
+    def submit(self, records: Sequence[dict[str, Any]], task: Task | None = None) -> None:
         if not records:
+            return
+        if task is not None:
+            self._outbox.hold(records, send=task(list(records)))
             return
         self._outbox.hold(records)
         try:
-            if send is None:
-                self.write(records)
-            else:
-                send(list(records))
+            self.write(records)
         except Exception:  # noqa: BLE001 - the records are held; the redrive task sends them
-            log.exception("could not write or queue %d audit records; the redrive task will", len(records))
+            log.exception("could not write %d audit records now; the redrive task will", len(records))
 
     def write(self, records: Sequence[dict[str, Any]]) -> None:
         """Into the sink, then out of the outbox (``memory.audit`` runs this)."""

@@ -1,10 +1,11 @@
 """Audit records on their way to the sink, held in Redis until the sink has them.
 
 A task that changes memory puts the audit records of its changes here (``hold``) before it counts as
-done, then queues ``memory.audit``, which writes them to the sink and ``release``\\s them. The redrive
-task re-sends what is held longer than ``redrive_after_s`` (``overdue``), so an audit message the broker
-loses — a worker killed in the moment it took the message — is written after all. A record re-sent
-while its first message was only slow is stored twice under the same ``id``: readers key on the id.
+done, and in the same transaction the ``memory.audit`` task message, which writes them to the sink and
+``release``\\s them. The redrive task re-sends what is held longer than ``redrive_after_s`` (``overdue``), so
+an audit message the broker loses — a worker killed in the moment it took the message — is written after
+all. A record re-sent while its first message was only slow is stored twice under the same ``id``: readers
+key on the id.
 """
 
 from __future__ import annotations
@@ -26,13 +27,17 @@ class AuditOutbox:
     def __init__(self, client: redis.Redis) -> None:
         self._redis = client
 
-    def hold(self, records: Sequence[dict[str, Any]]) -> None:
+    def hold(self, records: Sequence[dict[str, Any]], send: tuple[str, str] | None = None) -> None:
+        """Hold the records; with ``send`` (a broker list and the task message that writes them), push it in
+        the same transaction: records are never queued without being held, nor held without their task."""
         if not records:
             return
         now = time.time()
         pipe = self._redis.pipeline()
         pipe.hset(keys.AUDIT_OUTBOX, mapping={r["id"]: json.dumps(r, ensure_ascii=False) for r in records})
         pipe.zadd(keys.AUDIT_DUE, {r["id"]: now for r in records}, nx=True)
+        if send is not None:
+            pipe.lpush(*send)
         pipe.execute()
 
     def release(self, record_ids: Sequence[str]) -> None:
