@@ -88,3 +88,22 @@ def test_a_killed_embed_child_is_replaced_and_working_on_a_loaded_box(sstack, ui
         stop.set()
         for hog in hogs:
             hog.join(5)
+
+
+def test_a_task_waiting_a_moment_on_a_stage_that_never_ran_is_not_a_stall(valkey_url):
+    """A stall is a queue that held work every time it was asked for longer than the stall time with
+    nothing finished meanwhile — not one audit task caught in the queue of a stage that has not run yet."""
+    from memory.state import keys
+    from memory.state.client import connect
+    from memory.state.stages import StageProgress
+
+    client = connect(valkey_url)
+    client.delete(keys.STAGE_PROGRESS)
+    stages = StageProgress(client)
+    assert stages.stalled({"audit": 1}, 5, now=1000.0) == {}  # first seen holding work: not yet a stall
+    assert stages.stalled({"audit": 0}, 5, now=1001.0) == {}  # drained: forgotten
+    assert stages.stalled({"audit": 1}, 5, now=1002.0) == {}  # seen again: counted from here
+    assert stages.stalled({"audit": 1}, 5, now=1006.0) == {}
+    assert stages.stalled({"audit": 2}, 5, now=1008.0) == {"audit": "stalled: 2 queued, none finished for 6 s"}
+    stages.note_progress("audit", now=1009.0)  # something finished: no stall from then on
+    assert stages.stalled({"audit": 2}, 5, now=1010.0) == {}

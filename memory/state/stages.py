@@ -21,6 +21,7 @@ class StageProgress:
     def __init__(self, client: redis.Redis) -> None:
         self._redis = client
         self._noted: dict[str, float] = {}  # queue → when this process last wrote its progress
+        self._waiting: dict[str, float] = {}  # queue → since when this process has seen it hold work
 
     def note_progress(self, queue: str, now: float | None = None) -> None:
         """A task of ``queue`` finished (called by workers after each task; cheap: one write a second)."""
@@ -30,16 +31,18 @@ class StageProgress:
         self._noted[queue] = now
         self._redis.hset(keys.STAGE_PROGRESS, queue, now)
 
-    def stalled(self, depths: Mapping[str, int], since: float, stall_after_s: float,
-                now: float | None = None) -> dict[str, str]:
-        """Stages whose queue holds tasks (``depths``: queue → messages waiting, ``Broker.depths``) and that
-        finished none for ``stall_after_s`` (counted from ``since``, the asker's start, when a stage never
-        finished anything): queue → what is wrong."""
+    def stalled(self, depths: Mapping[str, int], stall_after_s: float, now: float | None = None) -> dict[str, str]:
+        """Stages whose queue has held tasks (``depths``: queue → messages waiting, ``Broker.depths``) every
+        time this process asked, for more than ``stall_after_s``, and that finished none in that time: queue
+        → what is wrong. (A task that waits a moment on a stage that never ran before is not a stall.)"""
         now = time.time() if now is None else now
         progress = self._redis.hgetall(keys.STAGE_PROGRESS)
         out = {}
         for queue, depth in depths.items():
-            last = max(float(progress.get(queue, 0.0)), since)
-            if depth and now - last > stall_after_s:
+            if not depth:
+                self._waiting.pop(queue, None)
+                continue
+            last = max(float(progress.get(queue, 0.0)), self._waiting.setdefault(queue, now))
+            if now - last > stall_after_s:
                 out[queue] = f"stalled: {depth:,} queued, none finished for {now - last:.0f} s"
         return out

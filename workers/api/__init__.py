@@ -11,7 +11,6 @@ Bodies in: :mod:`.requests`; bodies out: :mod:`workers.schemas`; errors: :mod:`.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -40,7 +39,6 @@ def create_app(runtime: Mneme | None = None) -> FastAPI:
                   description="Memory backend for AI agents: working, episodic and semantic memory.")
     app.router.route_class = StrictJsonRoute  # /metrics too; each router sets its own (deps.resource_router)
     app.state.mneme = mneme
-    app.state.started = time.time()  # /healthz: a stage that never finished anything is stalled from here
     install(app, mneme.state.broker)  # JSON logs with request ids, request latency, GET /metrics
     for router in ROUTERS:
         app.include_router(router)

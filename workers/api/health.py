@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from fastapi import Request
 from fastapi.responses import JSONResponse
 
 from workers.api.deps import Memory, resource_router
@@ -13,14 +12,13 @@ router = resource_router()
 
 
 @router.get("/healthz", response_model=Health, tags=["ops"])
-def healthz(request: Request, mneme: Memory) -> JSONResponse:
+def healthz(mneme: Memory) -> JSONResponse:
     """``ok`` (200) when every backend answers and the query embedder has encoded; ``loading`` (503)
     while it is still loading, so a load balancer sends no recall to a process that cannot answer yet;
     ``degraded`` (503) when a backend is unreachable or a pipeline stage is stalled (``stage:<queue>``:
-    its queue holds work and none of it finished for ``stage_stall_after_s``)."""
-    started = request.app.state.started  # a stage that never finished anything is stalled counting from here
+    its queue has held work, each time it was asked, and none of it finished for ``stage_stall_after_s``)."""
     depths = dict(zip(QUEUES, mneme.state.broker.depths(QUEUES), strict=True))
-    stalled = mneme.state.stages.stalled(depths, started, mneme.settings.stage_stall_after_s)
+    stalled = mneme.state.stages.stalled(depths, mneme.settings.stage_stall_after_s)
     backends = mneme.health() | {f"stage:{q}": why for q, why in stalled.items()}
     down = any(v.startswith(("unreachable", "stalled")) for v in backends.values())
     status = "degraded" if down else "loading" if backends["embedder"] == "loading" else "ok"
