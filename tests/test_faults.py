@@ -417,7 +417,7 @@ def test_kill_9_twenty_times_loses_and_duplicates_nothing(fstack, rt, celery, ui
     try:
         time.sleep(1.5)
         for i, (name, mode) in enumerate(KILLS):
-            time.sleep(rng.uniform(0.2, 0.8))
+            time.sleep(rng.uniform(0.1, 0.4))
             queues, before = WORKER_QUEUES[name], set(rt.state.client.hkeys("unacked"))
             # kill right after the worker took a new message (a pipeline task runs for milliseconds)
             try:
