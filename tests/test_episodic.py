@@ -87,8 +87,8 @@ def test_one_embed_batch_never_mixes_up_users_sharing_a_message_id(runtime, uid)
     for user, text in [(f"a{uid}", "我喜欢菠萝"), (f"b{uid}", "I like pineapple42")]:
         message = Message(tenant="default", user_id=user, session_id=f"s-{user}", message_id="m1", role=Role.user,
                           content=text, client_ts=time.time(), received_at=time.time())
-        runtime.state.client.hset(f"mneme:job:j-{user}", mapping={
-            "state": "extracted", "payload": message.model_dump_json(), "accepted_at": time.time()})
+        runtime.state.jobs.accept(f"j-{user}", ("default", user, message.session_id, "m1"), message.model_dump_json(),
+                                  runtime.settings.job_ttl_s)
         items.append(pipeline.EmbedItem(job_id=f"j-{user}", text=text, events=extract(message).events,
                                         tenant="default", user_id=user, received_at=message.received_at,
                                         session_id=message.session_id, message_id=message.message_id))

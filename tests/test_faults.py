@@ -202,10 +202,7 @@ def drain(rt: Mneme, timeout: float = 60.0) -> None:
 
 
 def job_states(rt: Mneme, job_ids: list[str]) -> dict[str, str | None]:
-    pipe = rt.state.client.pipeline(transaction=False)
-    for job_id in job_ids:
-        pipe.hget(keys.job(job_id), "state")
-    return dict(zip(job_ids, pipe.execute(), strict=True))
+    return rt.state.jobs.states(job_ids)
 
 
 def wait_done(rt: Mneme, job_ids: list[str], timeout: float) -> float:
@@ -279,11 +276,11 @@ def post(stack: Stack, user: str, n: int, session: str | None = None) -> str:
 def sent_message(rt: Mneme, job_id: str) -> Message:
     """The message a job of this module was accepted for: its ids from the job, its text from the template
     (``m{n}`` was sent with ``TEMPLATES[n]``; working memory no longer holds the older ones)."""
-    tenant, user_id, session_id, message_id = json.loads(rt.state.client.hget(keys.job(job_id), "who"))
-    n = int(message_id.removeprefix("m"))
+    job = rt.state.jobs.get(job_id)
+    n = int(job.message_id.removeprefix("m"))
     role, content = TEMPLATES[n % len(TEMPLATES)](n)
-    return Message(tenant=tenant, user_id=user_id, session_id=session_id, message_id=message_id, role=role,
-                   content=clean(content), client_ts=0.0)
+    return Message(tenant=job.tenant, user_id=job.user_id, session_id=job.session_id, message_id=job.message_id,
+                   role=role, content=clean(content), client_ts=0.0)
 
 
 def expected(rt: Mneme, job_ids: list[str]) -> tuple[dict[str, str], list[Fact]]:
@@ -634,7 +631,7 @@ def test_a_redelivered_graph_task_changes_nothing_after_a_newer_value(fstack, rt
     reopen_job(rt, first.job_id)  # its graph branch not acknowledged, its input still held
     celery.send_task("memory.upsert_graph", kwargs={"job_id": first.job_id})
     drain(rt)
-    wait_until(lambda: rt.state.client.hget(keys.job(first.job_id), "done:graph"), 30, "the graph task ran again")
+    wait_until(lambda: "graph" in rt.state.jobs.get(first.job_id).stages, 30, "the graph task ran again")
     after = [(b.object, b.stored_confidence, b.why) for b in rt.semantic.profile(TENANT, user)]
     assert after == before
 
@@ -715,7 +712,7 @@ def test_redrive_re_sends_only_the_jobs_the_broker_lost(fstack, rt, celery, uid)
           f"(stale {[r['stale'] for r in runs]}, in flight {[r['in_flight'] for r in runs]})")
     assert len(runs) == 3 and set(ours) == set(lost), f"re-sent: {runs}"  # the lost ones, and only those
     assert len(ours) <= 3 * len(lost), runs
-    assert set(lost) <= {j for j in jobs if rt.state.client.hget(keys.job(j), "done:graph")}
+    assert set(lost) <= {j for j in jobs if "graph" in rt.state.jobs.get(j).stages}
 
 
 # --- 5. Redis restart ------------------------------------------------------------------------------

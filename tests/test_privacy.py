@@ -121,7 +121,7 @@ def test_erasure_leaves_nothing_of_the_user_in_any_store(pstack, prt, api, uid):
     assert removed["sessions"] == 2 and removed["keys"] == 1 and removed["devices"] == 1 and removed["reviews"] == 1
     assert removed["feedback_pairs"] == 1 and removed["policy"] == 1
     _wait_drained(prt)  # the late message's task has run (or been dropped): nothing of it may come back
-    assert prt.state.client.hget(keys.job(late.job_id), "state") in (None, "dropped")  # erased, or dropped: never done
+    assert prt.state.jobs.states([late.job_id])[late.job_id] in (None, "dropped")  # erased, or dropped: never done
     assert profile(pstack, user) == [] and api.recall(user_id=user, query=secret).events == []
     _wait_aof_rewrite(prt)
     rewrites = prt.state.client.info("persistence")["aof_rewrites"]

@@ -48,7 +48,7 @@ class RedisState:
 
     @cached_property
     def working(self) -> WorkingMemory:
-        return WorkingMemory(self.client, self._settings, open_key=self._open_key)
+        return WorkingMemory(self.client, self._settings, self.jobs, open_key=self._open_key)
 
     @cached_property
     def jobs(self) -> Jobs:

@@ -9,7 +9,9 @@ An unfinished job holds its message (``payload``) and, once extracted, what the 
 need (``work``: the mode, the events and the anchored facts): tasks carry only the job id and read their
 input here, so no task argument, dead letter or Flower page holds a user's words. A finished job (done, or
 ended on purpose) drops both — the text lives on in memory, not in a copy here — and keeps only its
-status, for ``job_done_ttl_s``.
+status: one line in a bucket of finished jobs (``keys.done_jobs``: the jobs that finished in the same
+quarter of ``job_done_ttl_s``, sharded by job id), which expires as a whole, so a status stays readable
+for 1 to 1.25 × ``job_done_ttl_s`` and costs ~150 bytes instead of a key of its own (~500).
 """
 
 from __future__ import annotations
@@ -34,14 +36,16 @@ def _step(entry: str) -> str:
     return script("jobs.lua", entry=entry)
 
 
-_START = _step("return job_extracted(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], "
-               "{unpack(ARGV, 7)})")
-_COMPLETE = _step("return job_complete(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4])")
+_START = _step("return job_extracted(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], "
+               "ARGV[6], {unpack(ARGV, 7)})")
+_COMPLETE = _step("return job_complete(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4])")
 _UPDATE = _step("return job_update(KEYS[1], ARGV)")
-_FINISH = _step("return job_finish(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])")
+_FINISH = _step("return job_finish(KEYS[1], KEYS[2], {unpack(KEYS, 3)}, ARGV[1], ARGV[2], ARGV[3], ARGV[4], "
+                "ARGV[5])")
 _ACCEPT = _step("job_accept(KEYS[1], KEYS[2], cjson.decode(ARGV[1])); return 1")
 
 STAGES = ("extract", "embed", "graph")
+DONE_SLICES = 4  # a finished job's bucket expires a slice (job_done_ttl_s / 4) after the TTL
 _M = TypeVar("_M", bound=BaseModel)
 
 
@@ -87,6 +91,44 @@ class JobInput:
         return None if self._work is None else _decode(JobWork, self._work, f"job {self.job_id}: its extraction")
 
 
+def _unfinished(job_id: str, fields: dict[str, str]) -> JobStatus:
+    tenant, user_id, session_id, message_id = json.loads(fields["who"])
+    return JobStatus(
+        job_id=job_id,
+        tenant=tenant,
+        state=fields["state"],
+        user_id=user_id,
+        session_id=session_id,
+        message_id=message_id,
+        accepted_at=float(fields["accepted_at"]),
+        finished_at=float(fields["finished_at"]) if "finished_at" in fields else None,
+        stages={k[5:]: float(v) for k, v in fields.items() if k.startswith("done:")},
+        event_ids=json.loads(fields.get("events", "[]")),
+        embed_batch=int(fields["embed_batch"]) if "embed_batch" in fields else None,
+        merged=int(fields["merged"]) if "merged" in fields else None,
+        llm=fields.get("llm"),
+        error=fields.get("error"),
+        note=fields.get("note"),
+    )
+
+
+def _finished(job_id: str, line: str) -> JobStatus:
+    """A finished job's status line (``lua/jobs.lua`` says its fields)."""
+    (state, tenant, user_id, session_id, message_id, accepted, finished, *stage_ms, events, embed_batch, merged,
+     llm, error, note) = line.split("|")
+    at = float(accepted)
+
+    def after(ms: str) -> float | None:
+        return round(at + int(ms) / 1000, 3) if ms else None
+
+    return JobStatus(
+        job_id=job_id, tenant=tenant, state=state, user_id=user_id, session_id=session_id, message_id=message_id,
+        accepted_at=at, finished_at=after(finished),
+        stages={stage: t for stage, ms in zip(STAGES, stage_ms, strict=True) if (t := after(ms)) is not None},
+        event_ids=events.split(",") if events else [], embed_batch=int(embed_batch) if embed_batch else None,
+        merged=int(merged) if merged else None, llm=llm or None, error=error or None, note=note or None)
+
+
 def _decode(model: type[_M], raw: str, what: str) -> _M:
     try:
         return model.model_validate_json(raw)
@@ -98,6 +140,7 @@ class Jobs:
     def __init__(self, client: redis.Redis, done_ttl_s: int) -> None:
         self._redis = client
         self._done_ttl_s = done_ttl_s
+        self._slice_s = done_ttl_s / DONE_SLICES
         self._start = client.register_script(_START)
         self._complete = client.register_script(_COMPLETE)
         self._update = client.register_script(_UPDATE)
@@ -105,32 +148,55 @@ class Jobs:
         self._accept = client.register_script(_ACCEPT)
 
     def get(self, job_id: str) -> JobStatus:
-        fields = decoded(self._redis.hgetall(keys.job(job_id)))
-        if "who" not in fields:
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.hgetall(keys.job(job_id))
+        for bucket in self.done_buckets(job_id):
+            pipe.hget(bucket, job_id)
+        record, *lines = pipe.execute()
+        fields = decoded(record)
+        if "who" in fields:
+            return _unfinished(job_id, fields)
+        line = next((decoded(line) for line in lines if line), None)
+        if line is None:
             raise NotFound(f"no job {job_id!r} (unknown, or older than the job TTL)")
-        tenant, user_id, session_id, message_id = json.loads(fields["who"])
-        return JobStatus(
-            job_id=job_id,
-            tenant=tenant,
-            state=fields["state"],
-            user_id=user_id,
-            session_id=session_id,
-            message_id=message_id,
-            accepted_at=float(fields["accepted_at"]),
-            finished_at=float(fields["finished_at"]) if "finished_at" in fields else None,
-            stages={k[5:]: float(v) for k, v in fields.items() if k.startswith("done:")},
-            event_ids=json.loads(fields.get("events", "[]")),
-            embed_batch=int(fields["embed_batch"]) if "embed_batch" in fields else None,
-            merged=int(fields["merged"]) if "merged" in fields else None,
-            llm=fields.get("llm"),
-            error=fields.get("error"),
-            note=fields.get("note"),
-        )
+        return _finished(job_id, line)
+
+    def states(self, job_ids: Sequence[str]) -> dict[str, str | None]:
+        """Each job's state in one round trip (None: unknown, erased, or older than the TTL)."""
+        pipe = self._redis.pipeline(transaction=False)
+        buckets = [self.done_buckets(job_id) for job_id in job_ids]
+        for job_id, done in zip(job_ids, buckets, strict=True):
+            pipe.hget(keys.job(job_id), "state")
+            for bucket in done:
+                pipe.hget(bucket, job_id)
+        replies, out = iter(pipe.execute()), {}
+        for job_id, done in zip(job_ids, buckets, strict=True):
+            state, lines = decoded(next(replies)), [decoded(next(replies)) for _ in done]
+            line = next((x for x in lines if x), None)
+            out[job_id] = state or (line.split("|", 1)[0] if line else None)
+        return out
 
     def owner(self, job_id: str) -> tuple[str, str] | None:
-        """(tenant, user id) of a job whose record is still kept."""
-        who = self._redis.hget(keys.job(job_id), "who")
-        return tuple(json.loads(who)[:2]) if who else None
+        """(tenant, user id) of a job whose record or status is still kept."""
+        try:
+            status = self.get(job_id)
+        except NotFound:
+            return None
+        return status.tenant, status.user_id
+
+    def done_buckets(self, job_id: str, now: float | None = None) -> list[str]:
+        """The buckets that may hold the job's status once it is finished, the one it goes to if it finishes
+        now first (and the next slice's, for a writer whose clock is a little ahead)."""
+        at = int((time.time() if now is None else now) // self._slice_s)
+        return [keys.done_jobs(at + k, job_id) for k in (0, 1, *range(-1, -DONE_SLICES - 1, -1))]
+
+    def _bucket(self, job_id: str, now: float) -> str:
+        """Where the status of a job finishing at ``now`` goes."""
+        return keys.done_jobs(int(now // self._slice_s), job_id)
+
+    def _done_until(self, now: float) -> int:
+        """When the bucket of a job finishing at ``now`` expires: a whole TTL after its slice ends."""
+        return int((now // self._slice_s + 1) * self._slice_s + self._done_ttl_s) + 1
 
     def accept(self, job_id: str, who: tuple[str, str, str, str], payload: str, job_ttl_s: int) -> None:
         """A job record as the accept step writes it, on its own: for a job whose message is accepted
@@ -145,9 +211,11 @@ class Jobs:
         ((broker list, task message) pairs: the branches' tasks) in the same step, so a job is never
         declared without its branches on their way; a job with no branch left is done. A job that ended
         meanwhile (erased, taken back, done) gets neither."""
-        args: list[EncodableT] = [len(branches), json.dumps(event_ids), time.time(), job_id, self._done_ttl_s,
+        now = time.time()
+        args: list[EncodableT] = [len(branches), json.dumps(event_ids), now, job_id, self._done_until(now),
                                   work.model_dump_json(exclude_defaults=True), *(x for pair in sends for x in pair)]
-        self._start(keys=[keys.job(job_id), keys.PENDING, *(queue for queue, _ in sends)], args=args)
+        self._start(keys=[keys.job(job_id), keys.PENDING, self._bucket(job_id, now),
+                          *(queue for queue, _ in sends)], args=args)
 
     def note(self, job_id: str, **info: int | str) -> None:
         """Facts about how the job went (batch size, merges, LLM outcome), shown by ``get``."""
@@ -160,8 +228,7 @@ class Jobs:
 
     def complete(self, job_id: str, stage: str) -> None:
         """Mark one branch done, once, however often it is redelivered."""
-        self._complete(keys=[keys.job(job_id), keys.PENDING],
-                   args=[stage, time.time(), job_id, self._done_ttl_s])
+        self.complete_each(stage, {job_id: {}})
 
     def complete_each(self, stage: str, notes: Mapping[str, Mapping[str, int | str]]) -> None:
         """``note`` then ``complete`` for each job (job id → its facts), in one round trip."""
@@ -170,15 +237,16 @@ class Jobs:
         for job_id, info in notes.items():
             if info:
                 self._update(keys=[keys.job(job_id)], args=[str(x) for kv in info.items() for x in kv], client=pipe)
-            self._complete(keys=[keys.job(job_id), keys.PENDING], args=[stage, now, job_id, self._done_ttl_s],
-                           client=pipe)
+            self._complete(keys=[keys.job(job_id), keys.PENDING, self._bucket(job_id, now)],
+                           args=[stage, now, job_id, self._done_until(now)], client=pipe)
         pipe.execute()
 
     def finish(self, job_id: str, state: str, note: str) -> None:
         """End a job on purpose (consent off, user erased, its message retracted by a rollback): it is not
         re-sent, and its text is dropped. Ending it again in the same state changes nothing."""
-        self._finish(keys=[keys.job(job_id), keys.PENDING],
-                   args=[state, note, time.time(), self._done_ttl_s, job_id])
+        now = time.time()
+        self._finish(keys=[keys.job(job_id), keys.PENDING, *self.done_buckets(job_id, now)],
+                     args=[state, note, now, self._done_until(now), job_id])
 
     def fail(self, job_id: str, stage: str, error: str) -> None:
         """A permanent failure: the job stops being re-sent and says why."""
@@ -197,6 +265,16 @@ class Jobs:
 
     def input(self, job_id: str) -> JobInput | None:
         return self.inputs([job_id])[0]
+
+    def erase(self, job_ids: Sequence[str]) -> None:
+        """Every trace of these jobs: record, status and place in the pending set (an erased user's)."""
+        pipe = self._redis.pipeline(transaction=False)
+        for job_id in job_ids:
+            pipe.delete(keys.job(job_id))
+            pipe.zrem(keys.PENDING, job_id)
+            for bucket in self.done_buckets(job_id):
+                pipe.hdel(bucket, job_id)
+        pipe.execute()
 
     def pending(self) -> int:
         """Jobs accepted and not yet done."""

