@@ -280,10 +280,10 @@ def retract(mneme: Mneme, tenant: str, user_id: str, session_id: str,
     return report, mneme.trail.graph_changes(changes, operator_id="retraction")
 
 
-def graph_done(mneme: Mneme, job_id: str) -> None:
-    """Called once the graph branch's audit records are queued: until then the job is not done, so a
-    redrive re-sends it (the same record ids) if anything after the graph write was lost."""
-    mneme.state.jobs.complete(job_id, "graph")
+def graph_done(mneme: Mneme, job_ids: Sequence[str]) -> None:
+    """Called once the graph branch's audit records are queued: until then a job is not done, so a redrive
+    re-sends it (the same record ids) if anything after the graph write was lost."""
+    mneme.state.jobs.complete_each("graph", {job_id: {} for job_id in job_ids})
 
 
 def stale_jobs(mneme: Mneme, limit: int) -> list[str]:

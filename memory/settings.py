@@ -57,6 +57,9 @@ class Settings(BaseSettings):
     redrive_after_s: int = Field(300, ge=1, description="Accepted jobs not done by then are re-sent.")
     embed_batch_size: int = Field(32, ge=1, le=1024)
     embed_flush_interval_s: float = Field(0.2, gt=0)
+    graph_batch_size: int = Field(32, ge=1, le=1024, description="Graph writes of up to this many messages run "
+                                                                  "as one task, with one audit task.")
+    graph_flush_interval_s: float = Field(0.1, gt=0, description="…or what came within this long.")
     task_max_retries: int = Field(8, ge=0)
     preload_embedder: bool = Field(False, description="Load the model when a worker process starts.")
     stage_stall_after_s: float = Field(

@@ -562,18 +562,17 @@ def test_a_store_outage_retries_loses_nothing_and_recall_says_degraded(fstack, r
     db = sqlite_path(fstack.settings.graph if layer == "graph" else fstack.settings.episodic)
     warm = [post(fstack, user, n, session=f"{user}-s0") for n in range(2)]
     wait_done(rt, warm, timeout=30)
-    mark = log_mark(fstack, "worker-pipeline")
     attempts: list[int] = []
     watching = threading.Event()
+    task, queue = ("memory.upsert_graph", "graph") if layer == "graph" else ("memory.embed", "embed")
 
-    def watch_embed_retries() -> None:  # memory.embed re-sends itself with kwargs["attempt"] on a TransientError
+    def watch_retries() -> None:  # a batched stage re-sends a request with kwargs["attempt"] on a TransientError
         while not watching.is_set():
-            messages = [json.loads(v)[0] for v in rt.state.client.hvals("unacked")] + queued(rt, "embed")
-            attempts.extend(task_kwargs(m).get("attempt", 0) for m in messages if m["headers"].get("task")
-                            == "memory.embed")
+            messages = [json.loads(v)[0] for v in rt.state.client.hvals("unacked")] + queued(rt, queue)
+            attempts.extend(task_kwargs(m).get("attempt", 0) for m in messages if m["headers"].get("task") == task)
             watching.wait(0.1)
 
-    watcher = threading.Thread(target=watch_embed_retries, daemon=True)
+    watcher = threading.Thread(target=watch_retries, daemon=True)
     watcher.start()
     feeder = Feeder(fstack.api_url, [user], interval=0.5, start_at=2)
     try:
@@ -600,14 +599,8 @@ def test_a_store_outage_retries_loses_nothing_and_recall_says_degraded(fstack, r
     assert body["facts"] if layer == "episodic" else body["events"]  # the other layer still answers
     # SQLite would give up on its WAL read lock only ~10 s later; recall's per-layer deadline (2 s) answers first
     assert took < fstack.settings.recall_layer_timeout_s + 2
-    if layer == "graph":
-        retries = re.findall(r"Task memory\.upsert_graph\[[0-9a-f-]+\] retry", log_since(fstack, "worker-pipeline",
-                                                                                          mark))
-        print(f"  memory.upsert_graph retries: {len(retries)}")
-        assert retries, "the graph task should have failed once and been retried"
-    else:
-        print(f"  memory.embed highest retry attempt seen: {max(attempts, default=0)}")
-        assert max(attempts, default=0) >= 1, "the embed task should have failed once and been re-sent"
+    print(f"  {task} highest retry attempt seen: {max(attempts, default=0)}")
+    assert max(attempts, default=0) >= 1, f"{task} should have failed once and been re-sent"
     jobs = {j for _, j in sent} | set(warm)
     assert not [d for d in rt.state.dead_letters.list(limit=1000) if d.job_id in jobs]
     assert_exactly_once(rt, fstack, [(user, j) for j in warm] + sent)
@@ -677,7 +670,8 @@ def test_redrive_re_sends_only_the_jobs_the_broker_lost(fstack, rt, celery, uid)
     stack, user = fstack, f"rr{uid}"
     mark = log_mark(stack, "worker-pipeline")
     with holding_lock(sqlite_path(stack.settings.graph), "write"):  # the workers wait on graph writes
-        jobs = [post(stack, user, n) for n in range(30) if n % 10 in (0, 1, 6, 7)]  # 12, each with a fact
+        # 52, each with a fact: more than the pipeline worker prefetches (a graph batch), so some wait in a queue
+        jobs = [post(stack, user, n) for n in range(130) if n % 10 in (0, 1, 6, 7)]
 
         def held() -> dict[str, tuple[str, str]]:  # job id → (queue, raw message), or ("unacked", "")
             found = {task_kwargs(json.loads(v)[0]).get("job_id"): ("unacked", "")

@@ -291,7 +291,9 @@ def test_flower_lists_the_pipeline_tasks(tmp_path_factory, uid):
         deadline = time.monotonic() + 60
         with MnemeClient(stack.api_url) as client:
             n = 0
-            while ("memory.extract", "SUCCESS") not in seen() or ("memory.upsert_graph", "SUCCESS") not in seen():
+            # the batched stages (embed, graph) too: each request sends its own events (tasks.pipeline.StageBatches)
+            wanted = {(task, "SUCCESS") for task in ("memory.extract", "memory.embed", "memory.upsert_graph")}
+            while not wanted <= seen():
                 assert time.monotonic() < deadline, f"Flower shows {seen()}"
                 client.wait([client.remember(user_id=f"u{uid}", session_id=f"s{uid}", message_id=f"m{n}",
                                              role="user", content=f"我喜欢物理第{n}课").job_id])

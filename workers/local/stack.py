@@ -147,16 +147,17 @@ class Stack:
         py = sys.executable
         celery = [py, "-m", "celery", "-A", "workers.celery_app:app"]
         ops = [py, "-m", "celery", "-A", "workers.celery_app:ops"]  # beat and Flower run no task
-        batch = self.settings.embed_batch_size
+        # celery-batches buffers up to a batch of messages (graph writes, embeddings), so a worker prefetches one
         cmds = {
             "api": [py, "-m", "uvicorn", "workers.api:create_app", "--factory", "--host", "127.0.0.1",
                     "--port", str(self.api_port), "--no-access-log",
                     *(["--workers", str(self.api_workers)] if self.api_workers > 1 else [])],
             "worker-pipeline": [*celery, "worker", "-Q", "extract,llm,graph,audit,maintenance", "-c", "1",
-                                "-n", "pipeline@%h", "-l", "INFO", "--without-gossip", "--without-mingle"],
-            # celery-batches buffers up to a batch of messages, so this worker prefetches a batch
+                                "-n", "pipeline@%h", "-l", "INFO", "--prefetch-multiplier",
+                                str(self.settings.graph_batch_size), "--without-gossip", "--without-mingle"],
             "worker-embed": [*celery, "worker", "-Q", "embed", "-c", "1", "-n", "embed@%h", "-l", "INFO",
-                             "--prefetch-multiplier", str(batch), "--without-gossip", "--without-mingle"],
+                             "--prefetch-multiplier", str(self.settings.embed_batch_size), "--without-gossip",
+                             "--without-mingle"],
         }
         if self.beat:
             cmds["beat"] = [*ops, "beat", "-l", "INFO", "-s", str(self.data_dir / "celerybeat-schedule")]
