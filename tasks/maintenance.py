@@ -36,8 +36,9 @@ def lost_jobs(mneme: Mneme, app: Celery, limit: int) -> dict[str, Any]:
     counts them all, ``in_flight`` those still on their way, ``job_ids`` the lost ones."""
     stale = pipeline.stale_jobs(mneme, limit)
     held = mneme.state.broker.held_job_ids(app.amqp.queues) if stale else set()  # the broker is this Redis
-    lost = [job_id for job_id in stale if job_id not in held]
-    return {"stale": len(stale), "in_flight": len(stale) - len(lost), "job_ids": lost}
+    unheld = [job_id for job_id in stale if job_id not in held]
+    lost = mneme.state.jobs.unfinished(unheld)  # not those that finished while the broker was read
+    return {"stale": len(stale), "in_flight": len(stale) - len(unheld), "job_ids": lost}
 
 
 @shared_task(name="memory.train_adapter", base=MnemeTask, stage="maintenance")

@@ -44,9 +44,16 @@ class Broker:
         return int(self._redis.hlen(UNACKED))
 
     def held_job_ids(self, queues: Iterable[str]) -> set[str]:
-        """Job ids named by a message waiting in one of ``queues`` or held unacknowledged by a worker. Queues
-        are read before ``unacked``: a message moving from one to the other meanwhile is seen in the second."""
-        held = {job_id for raw in self._queued(queues) if (job_id := job_id_of(raw))}
+        """Job ids named by a message waiting in one of ``queues`` or held unacknowledged by a worker, read
+        ``unacked``, queues, ``unacked`` again: a message taken from a queue meanwhile is seen in the second
+        read, and a job whose stage pushed its next stage's message and was acknowledged meanwhile in the
+        first (a worker holds its message until the next one is queued)."""
+        held = self._unacked()
+        held |= {job_id for raw in self._queued(queues) if (job_id := job_id_of(raw))}
+        return held | self._unacked()
+
+    def _unacked(self) -> set[str]:
+        held = set()
         for _, value in self._redis.hscan_iter(UNACKED, count=PAGE):
             try:
                 raw = json.loads(value)[0]

@@ -276,6 +276,13 @@ class Jobs:
                 pipe.hdel(bucket, job_id)
         pipe.execute()
 
+    def unfinished(self, job_ids: Sequence[str]) -> list[str]:
+        """Those of ``job_ids`` still pending (accepted and not yet done), in one round trip."""
+        if not job_ids:
+            return []
+        scores = self._redis.zmscore(keys.PENDING, list(job_ids))
+        return [job_id for job_id, score in zip(job_ids, scores, strict=True) if score is not None]
+
     def pending(self) -> int:
         """Jobs accepted and not yet done."""
         return int(self._redis.zcard(keys.PENDING))
