@@ -438,7 +438,10 @@ def bench_e2e(stack: Stack, n: int) -> dict:
             embedder.embed(cleaned[i:i + batch])
         raw_rates.append(len(cleaned) / (time.perf_counter() - t))
     raw_rate = max(raw_rates)
+    drained = _drain(stack, [_message_body(n + i, b["content"], b["role"], 40, 25, ts + n + i)
+                             for i, b in enumerate(bodies)])
     return {
+        "pipeline_alone": drained | {"ratio": drained["messages_per_s"] / raw_rate},
         "messages": n, "enqueue_seconds": enqueued, "all_done_seconds": elapsed,
         "mneme_messages_per_s": n / elapsed, "raw_embedder_sentences_per_s": raw_rate,
         "ratio": n / elapsed / raw_rate, "failed_jobs": sum(s == "failed" for s in states),
@@ -446,6 +449,32 @@ def bench_e2e(stack: Stack, n: int) -> dict:
         "cpu_seconds_per_process": {k: round(cpu_after.get(k, 0) - v, 2) for k, v in cpu_before.items()},
         "cpu_ms_per_message": round(sum(cpu_after.get(k, 0) - v for k, v in cpu_before.items()) / n * 1000, 2),
     }
+
+
+def _drain(stack: Stack, bodies: list[dict]) -> dict:
+    """The pipeline alone: the workers stop consuming (running, their models loaded), the messages are
+    accepted, then the workers take the backlog; the time from then until every job is done."""
+    from workers.celery_app import QUEUES, create_celery
+
+    app = create_celery(stack.settings, with_tasks=False)
+    nodes = [name for reply in app.control.ping(timeout=2) for name in reply]
+    consumes = {queue: [n for n in nodes if ("embed@" in n) == (queue == "embed")] for queue in QUEUES}
+    for queue, where in consumes.items():
+        app.control.cancel_consumer(queue, reply=True, timeout=5, destination=where)
+    job_ids = asyncio.run(_enqueue_all(stack.api_url, bodies, 16))
+    jobs, cpu_before = Mneme(stack.settings).state.jobs, _cpu_seconds(stack)
+    started = time.perf_counter()
+    for queue, where in consumes.items():
+        app.control.add_consumer(queue, reply=True, timeout=5, destination=where)
+    while time.perf_counter() - started < 600:
+        if all(s in ("done", "failed") for s in jobs.states(job_ids).values()):
+            break
+        time.sleep(0.05)
+    seconds, cpu_after = time.perf_counter() - started, _cpu_seconds(stack)
+    app.close()
+    return {"messages": len(bodies), "seconds": seconds, "messages_per_s": len(bodies) / seconds,
+            "cpu_ms_per_message_by_process": {k: round((cpu_after.get(k, 0) - v) / len(bodies) * 1000, 2)
+                                              for k, v in cpu_before.items()}}
 
 
 class _Conn:

@@ -122,6 +122,9 @@ def _e2e(e: dict) -> list[Row]:
             show("{:.0f} sent/s", raw), show("{:.2f}x", e["ratio"]), ">= 0.8x embedder", at_least(e["ratio"], 0.8)),
         row("  CPU per message, all stack processes", "{:.1f} ms", e["cpu_ms_per_message"], LOWER,
             show("{:.1f} ms", div(1000, raw))),
+        *([row("  the pipeline alone: a backlog drained by the workers", "{:.0f} msg/s", alone["messages_per_s"],
+               HIGHER, show("{:.0f} sent/s", raw), show("{:.2f}x", alone["ratio"]))]
+          if (alone := e.get("pipeline_alone")) else []),
     ]
 
 
