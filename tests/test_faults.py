@@ -33,7 +33,6 @@ import ast
 import base64
 import json
 import os
-import random
 import re
 import signal
 import subprocess
@@ -403,7 +402,7 @@ KILLS = KILLS[:19] + [("worker-pipeline", "group")]  # 20; the last one is resta
 
 
 def test_kill_9_twenty_times_loses_and_duplicates_nothing(fstack, rt, celery, uid):
-    stack, rng = fstack, random.Random(7)
+    stack = fstack
     users = [f"k{uid}-{i}" for i in range(6)]
     marks = {name: log_mark(stack, name) for name in WORKERS}
     orphans: list[tuple[int, str]] = []  # pool children left behind by a killed main process
@@ -412,9 +411,8 @@ def test_kill_9_twenty_times_loses_and_duplicates_nothing(fstack, rt, celery, ui
     feeder.start()
     started = time.monotonic()
     try:
-        time.sleep(1.5)
-        for i, (name, mode) in enumerate(KILLS):
-            time.sleep(rng.uniform(0.1, 0.4))
+        wait_until(lambda: len(feeder.sent) >= 5, 30, "the feeder's first messages accepted")
+        for i, (name, mode) in enumerate(KILLS):  # one after another, each once the worker took a new task
             queues, before = WORKER_QUEUES[name], set(rt.state.client.hkeys("unacked"))
             # kill right after the worker took a new message (a pipeline task runs for milliseconds)
             try:

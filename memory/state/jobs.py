@@ -46,6 +46,7 @@ _ACCEPT = _step("job_accept(KEYS[1], KEYS[2], cjson.decode(ARGV[1])); return 1")
 
 STAGES = ("extract", "embed", "graph")
 DONE_SLICES = 4  # a finished job's bucket expires a slice (job_done_ttl_s / 4) after the TTL
+_LOOKED_AT = (0, 1, *range(-1, -DONE_SLICES - 1, -1))  # the slices, from now, a finished job's status may be in
 _M = TypeVar("_M", bound=BaseModel)
 
 
@@ -148,32 +149,38 @@ class Jobs:
         self._accept = client.register_script(_ACCEPT)
 
     def get(self, job_id: str) -> JobStatus:
-        pipe = self._redis.pipeline(transaction=False)
-        pipe.hgetall(keys.job(job_id))
-        for bucket in self.done_buckets(job_id):
-            pipe.hget(bucket, job_id)
-        record, *lines = pipe.execute()
-        fields = decoded(record)
+        [(fields, line)] = self._look_up([job_id])
         if "who" in fields:
             return _unfinished(job_id, fields)
-        line = next((decoded(line) for line in lines if line), None)
         if line is None:
             raise NotFound(f"no job {job_id!r} (unknown, or older than the job TTL)")
         return _finished(job_id, line)
 
     def states(self, job_ids: Sequence[str]) -> dict[str, str | None]:
         """Each job's state in one round trip (None: unknown, erased, or older than the TTL)."""
+        return {job_id: fields.get("state") or (line.split("|", 1)[0] if line else None)
+                for job_id, (fields, line) in zip(job_ids, self._look_up(job_ids, "state"), strict=True)}
+
+    def _look_up(self, job_ids: Sequence[str], field: str | None = None) -> list[tuple[dict[str, str], str | None]]:
+        """For each job, in one round trip: its record (every field, or only ``field``) and, once it is
+        finished, its status line."""
         pipe = self._redis.pipeline(transaction=False)
-        buckets = [self.done_buckets(job_id) for job_id in job_ids]
-        for job_id, done in zip(job_ids, buckets, strict=True):
-            pipe.hget(keys.job(job_id), "state")
-            for bucket in done:
+        for job_id in job_ids:
+            if field is None:
+                pipe.hgetall(keys.job(job_id))
+            else:
+                pipe.hmget(keys.job(job_id), field)
+            for bucket in self.done_buckets(job_id):
                 pipe.hget(bucket, job_id)
-        replies, out = iter(pipe.execute()), {}
-        for job_id, done in zip(job_ids, buckets, strict=True):
-            state, lines = decoded(next(replies)), [decoded(next(replies)) for _ in done]
-            line = next((x for x in lines if x), None)
-            out[job_id] = state or (line.split("|", 1)[0] if line else None)
+        replies, out = iter(pipe.execute()), []
+        for _ in job_ids:
+            record = next(replies)
+            if field is None:
+                fields = decoded(record)
+            else:
+                fields = {} if (value := decoded(record[0])) is None else {field: value}
+            lines = [decoded(next(replies)) for _ in _LOOKED_AT]
+            out.append((fields, next((line for line in lines if line), None)))
         return out
 
     def owner(self, job_id: str) -> tuple[str, str] | None:
@@ -188,7 +195,7 @@ class Jobs:
         """The buckets that may hold the job's status once it is finished, the one it goes to if it finishes
         now first (and the next slice's, for a writer whose clock is a little ahead)."""
         at = int((time.time() if now is None else now) // self._slice_s)
-        return [keys.done_jobs(at + k, job_id) for k in (0, 1, *range(-1, -DONE_SLICES - 1, -1))]
+        return [keys.done_jobs(at + k, job_id) for k in _LOOKED_AT]
 
     def _bucket(self, job_id: str, now: float) -> str:
         """Where the status of a job finishing at ``now`` goes."""
@@ -234,11 +241,12 @@ class Jobs:
         """``note`` then ``complete`` for each job (job id → its facts), in one round trip."""
         pipe = self._redis.pipeline(transaction=False)
         now = time.time()
+        until = self._done_until(now)
         for job_id, info in notes.items():
             if info:
                 self._update(keys=[keys.job(job_id)], args=[str(x) for kv in info.items() for x in kv], client=pipe)
             self._complete(keys=[keys.job(job_id), keys.PENDING, self._bucket(job_id, now)],
-                           args=[stage, now, job_id, self._done_until(now)], client=pipe)
+                           args=[stage, now, job_id, until], client=pipe)
         pipe.execute()
 
     def finish(self, job_id: str, state: str, note: str) -> None:
