@@ -32,6 +32,8 @@ import multiprocessing as mp
 import os
 import platform
 import random
+import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -50,7 +52,7 @@ from memory.mneme import Mneme
 from memory.models import Message, Role
 from memory.settings import Settings
 from memory.state import keys
-from memory.state.jobs import JobWork
+from memory.state.jobs import Declaration, JobWork
 from memory.text import clean
 from workers.local.stack import Stack, free_port
 
@@ -273,8 +275,9 @@ def bench_memory(url: str, sessions: int, per_session: int) -> dict:
             message = Message(tenant=TENANT, user_id=f"u{s:04d}", session_id=session, message_id=f"m{j}",
                               role=Role(role), content=clean(text), client_ts=now)
             extraction = extract(message)
-            mneme.state.jobs.extracted(job_id, ["embed", "graph"], [e.event_id for e in extraction.events],
-                                       JobWork(mode="full", events=extraction.events, facts=extraction.facts))
+            work = JobWork(mode="full", events=extraction.events, facts=extraction.facts)
+            event_ids = [e.event_id for e in extraction.events]
+            mneme.state.jobs.extracted_each([Declaration(job_id, ["embed", "graph"], event_ids, work)])
             mneme.state.jobs.complete(job_id, "embed")
             mneme.state.jobs.complete(job_id, "graph")
     after = client.info("memory")["used_memory"]
@@ -556,20 +559,31 @@ async def _open_loop_run(port: int, rate: float, seconds: float, body: Callable[
     }
 
 
-def _renice_workers(stack: Stack, nice: int) -> list[str]:
-    import psutil
+def _raw_api(rate: float, seconds: float, workers: int, body: Callable[[int], bytes]) -> dict:
+    """The same load on ``bench.raw_asgi`` under the same uvicorn (the raw baseline)."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "uvicorn", "bench.raw_asgi:app", "--host", "127.0.0.1", "--port", str(port),
+           "--no-access-log", "--log-level", "warning", *(["--workers", str(workers)] if workers > 1 else [])]
+    server = subprocess.Popen(cmd, cwd=Path(__file__).parent.parent, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError("the raw ASGI baseline did not start") from None
+                time.sleep(0.1)
+        asyncio.run(_open_loop(port, 100, 1.0, body, 32))  # warm up
+        out = asyncio.run(_open_loop(port, rate, seconds, body, 64))
+        return {k: out[k] for k in ("p50_ms", "p99_ms", "service_p99_ms", "achieved_rate")}
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(20)
 
-    done = []
-    for name, proc in stack.procs.items():
-        if name.startswith("worker-") or name == "beat":
-            p = psutil.Process(proc.pid)
-            for q in [p, *p.children(recursive=True)]:
-                q.nice(nice)
-            done.append(name)
-    return done
 
-
-def bench_api(stack: Stack, rate: float, seconds: float, worker_nice: int) -> dict:
+def bench_api(stack: Stack, rate: float, seconds: float) -> dict:
     texts = corpus()
     ts = time.time()
     run = random.randrange(10**9)
@@ -579,14 +593,14 @@ def bench_api(stack: Stack, rate: float, seconds: float, worker_nice: int) -> di
         return json.dumps(_message_body(i, text, role, 200, 25, ts) | {"message_id": f"load{run}-{i}"},
                           ensure_ascii=False).encode()
 
+    raw = _raw_api(rate, seconds, stack.api_workers, body)
     asyncio.run(_open_loop(stack.api_port, 100, 1.0, lambda i: body(10**6 + i), 32))  # warm up
-    reniced = _renice_workers(stack, worker_nice) if worker_nice else []
     light = asyncio.run(_open_loop(stack.api_port, 50, 3.0, lambda i: body(2 * 10**6 + i), 16))
     cpu_before, load_before = _cpu_seconds(stack), os.getloadavg()[0]
     out = asyncio.run(_open_loop(stack.api_port, rate, seconds, body, 64))
     cpu_after = _cpu_seconds(stack)
     out["api_workers"] = stack.api_workers
-    out["workers_niced"] = {"nice": worker_nice, "processes": reniced}
+    out["worker_nice"] = stack.settings.worker_nice
     out["cpu_ms_per_request"] = {k: round((cpu_after.get(k, 0) - v) / out["requests"] * 1000, 3)
                                  for k, v in cpu_before.items()}
     out["loadavg_1min_before_after"] = [load_before, os.getloadavg()[0]]
@@ -597,6 +611,7 @@ def bench_api(stack: Stack, rate: float, seconds: float, worker_nice: int) -> di
     alone = asyncio.run(_open_loop(stack.api_port, rate, seconds, lambda i: body(3 * 10**6 + i), 64))
     out["workers_stopped"] = {k: alone[k] for k in ("p50_ms", "p99_ms", "service_p99_ms", "statuses",
                                                     "achieved_rate", "generator_max_lag_ms")}
+    out["raw_asgi"] = raw
     out["generator"] = ("open loop: request i is due at t0 + i/rate and goes out on a free keep-alive connection "
                         "(at most 64 in flight); latency from the due time to the last response byte; "
                         "minimal HTTP/1.1 client on asyncio streams")
@@ -860,9 +875,10 @@ def notes(r: dict) -> list[str]:
                    f"2); CPU ms per message by process: {e['cpu_seconds_per_process']} / {e['messages']}")
     if "api" in r:
         a = r["api"]
-        out.append(f"API load: {a['generator']}; {a['api_workers']} uvicorn workers; Celery workers at nice "
-                   f"{a['workers_niced']['nice']} during the test; service-time p99 (from the send) "
-                   f"{a['service_p99_ms']:.2f} ms; generator max lag {a['generator_max_lag_ms']:.1f} ms")
+        out.append(f"API load: {a['generator']}; {a['api_workers']} uvicorn workers; the stack's Celery workers "
+                   f"at nice {a['worker_nice']} (MNEME_WORKER_NICE); service-time p99 (from the send) "
+                   f"{a['service_p99_ms']:.2f} ms; generator max lag {a['generator_max_lag_ms']:.1f} ms; raw "
+                   f"baseline: bench/raw_asgi.py (read the body, answer 202) under the same uvicorn and load")
     if "recall" in r:
         rc = r["recall"]
         out.append("recall: memory.recall.search_events with a real query embedding (k=5, inferred types), both "
@@ -890,8 +906,6 @@ def main() -> None:
     parser.add_argument("--api-rate", type=float, default=500)
     parser.add_argument("--api-seconds", type=float, default=10)
     parser.add_argument("--api-workers", type=int, default=2, help="uvicorn --workers of the stack's API")
-    parser.add_argument("--worker-nice", type=int, default=10,
-                        help="niceness of the Celery workers during the API test (0: as started)")
     parser.add_argument("--recall-users", default="200,2000", help="store sizes (users × 1,000), ascending")
     parser.add_argument("--recall-queries", type=int, default=300)
     parser.add_argument("--out", type=Path, default=readme.RESULTS,
@@ -943,8 +957,7 @@ def main() -> None:
                 if "e2e" in only:
                     run("e2e", "end to end", lambda: bench_e2e(stack, args.e2e_messages))
                 if "api" in only:
-                    run("api", "enqueue API under load", lambda: bench_api(
-                        stack, args.api_rate, args.api_seconds, args.worker_nice))
+                    run("api", "enqueue API under load", lambda: bench_api(stack, args.api_rate, args.api_seconds))
             finally:
                 stack.stop()
         if "recall" in only:

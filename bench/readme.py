@@ -129,18 +129,22 @@ def _e2e(e: dict) -> list[Row]:
 
 
 def _api(a: dict) -> list[Row]:
-    rate, light, alone = a["target_rate"], a["at_50_per_s"], a["workers_stopped"]
-    accepted = set(a["statuses"]) in ({"202"}, {202})
-    p99_ok = at_most(a["p99_ms"], 5)
+    rate, light, alone, raw = a["target_rate"], a["at_50_per_s"], a["workers_stopped"], a.get("raw_asgi", {})
+    accepted = set(a["statuses"]) in ({"202"}, {202}) and set(alone["statuses"]) in ({"202"}, {202})
+    stopped_p99, raw_p99 = alone["p99_ms"], raw.get("p99_ms")
     return [
-        row(f"POST /v1/messages p99 @ {rate:.0f}/s open loop", "{:.2f} ms", a["p99_ms"], LOWER, goal="<= 5 ms",
-            ok=p99_ok and accepted),
-        row(f"  p50 @ {rate:.0f}/s; p50 / p99 @ 50/s", "{:.2f} ms", a["p50_ms"], LOWER,
-            goal=f"{show('{:.2f}', light['p50_ms'])} / {show('{:.2f}', light['p99_ms'])} ms"),
+        row(f"POST /v1/messages p99 @ {rate:.0f}/s, Celery workers stopped", "{:.2f} ms", stopped_p99, LOWER,
+            show("{:.2f} ms", raw_p99), show("{:.2f}x", div(stopped_p99, raw_p99)), "<= 5 ms",
+            (at_most(stopped_p99, 5) or False) and accepted),
+        row(f"  p99 @ {rate:.0f}/s, the pipeline running", "{:.2f} ms", a["p99_ms"], LOWER,
+            show("{:.2f} ms", stopped_p99), show("{:.2f}x", div(a["p99_ms"], stopped_p99)), "<= 15 ms (3x 5 ms)",
+            (at_most(a["p99_ms"], 15) or False) and accepted),
+        row(f"  p50 @ {rate:.0f}/s, workers stopped / running", "{:.2f} ms", alone["p50_ms"], LOWER,
+            show("{:.2f} ms", raw.get("p50_ms")), goal=f"(info) running {show('{:.2f} ms', a['p50_ms'])}"),
+        row("  p50 / p99 @ 50/s, the pipeline running", "{:.2f} ms", light["p99_ms"], LOWER,
+            goal=f"(info) p50 {show('{:.2f} ms', light['p50_ms'])}"),
         row("  API CPU per request", "{:.2f} ms", a["cpu_ms_per_request"].get("api", 0), LOWER,
             goal=f"{a['api_workers']} API processes"),
-        row(f"  p99 @ {rate:.0f}/s, Celery workers stopped", "{:.2f} ms", alone["p99_ms"], LOWER,
-            goal=f"(info) p50 {show('{:.2f} ms', alone['p50_ms'])}"),
     ]
 
 

@@ -28,7 +28,7 @@ from memory.errors import InvalidInput, NotFound
 from memory.extraction import extract
 from memory.mneme import Mneme
 from memory.models import Event, EventType, Extraction, Fact, Message, Relation
-from memory.state.jobs import JobInput, JobWork
+from memory.state.jobs import Declaration, JobInput, JobWork
 from memory.state.policy import CHILD_AGE
 from memory.state.working import StoredMessage
 
@@ -36,6 +36,8 @@ EMBED_MAX_CHARS = 1000
 CONTEXT_MAX_CHARS = 300
 log = logging.getLogger("mneme.pipeline")
 RETRACTED_NOTE = "its message was taken back (撤回) by a rollback: nothing of it is kept in long-term memory"
+ERASED_NOTE = "the user was erased after this message arrived"
+ENDED_NOTES = {"dropped": ERASED_NOTE, "retracted": RETRACTED_NOTE}  # how a job ends before extraction, and why
 
 
 class EmbedItem(BaseModel):
@@ -58,13 +60,32 @@ class Mode(StrEnum):
     full = "full"
 
 
-def gate(mneme: Mneme, job_id: str, message: Message) -> tuple[Mode, Message]:
-    """What long-term memory may keep of this message, and the message with its text opened."""
-    if mneme.state.policies.erased_after(message.tenant, message.user_id, message.received_at):
-        mneme.state.jobs.finish(job_id, "dropped", "the user was erased after this message arrived")
-        return Mode.drop, message
-    if mneme.working.retracted(message.tenant, message.session_id, message.message_id):
-        mneme.state.jobs.finish(job_id, "retracted", RETRACTED_NOTE)
+ExtractInput = tuple[Message, str | None]  # a job's message, and how its job must end before extraction if it must
+
+
+def extract_inputs(mneme: Mneme, found: Sequence[JobInput | None]) -> list[ExtractInput | InvalidInput | None]:
+    """Each job's message and how its job must end before extraction, if it must: "dropped" (its user was
+    erased after it arrived) or "retracted" (a rollback took it back), asked for every job in one round trip
+    each. None for a job with nothing left to do, the ``InvalidInput`` of a job whose message is malformed (it
+    fails alone)."""
+    decoded: list[Message | InvalidInput | None] = []
+    for job in found:
+        try:
+            decoded.append(job.message() if job else None)
+        except InvalidInput as exc:
+            decoded.append(exc)
+    messages = [d for d in decoded if isinstance(d, Message)]
+    erased = mneme.state.policies.erased_after_each([(m.tenant, m.user_id, m.received_at) for m in messages])
+    back = _taken_back(mneme, messages)
+    ends = iter("dropped" if e else "retracted" if b else None for e, b in zip(erased, back, strict=True))
+    return [(d, next(ends)) if isinstance(d, Message) else d for d in decoded]
+
+
+def gate(mneme: Mneme, job_id: str, message: Message, ended: str | None) -> tuple[Mode, Message]:
+    """What long-term memory may keep of this message (``ended``: how its job must end first, if it must, as
+    ``extract_inputs`` found), and the message with its text opened."""
+    if ended:
+        mneme.state.jobs.finish(job_id, ended, ENDED_NOTES[ended])
         return Mode.drop, message
     policy = mneme.state.policies.get(message.tenant, message.user_id)
     if not policy.keeps_long_term:
@@ -115,16 +136,16 @@ def llm_stage(mneme: Mneme, job_id: str, message: Message) -> Extraction:
 Sends = Callable[[Sequence[str]], list[tuple[str, str]]]  # branches → (broker list, task message) to push
 
 
-def declare(mneme: Mneme, job_id: str, message: Message, extraction: Extraction, sends: Sends,
-            mode: Mode = Mode.full) -> list[str]:
-    """Anchor the facts, record the extraction on the job and send the branches that follow (embed, and
-    graph if any facts) in the same Redis step: declared as they are sent, so none can finish first, and
-    none is lost between the two. Their input is the job's (``Jobs.inputs``): their tasks carry the job id."""
+def declaration(mneme: Mneme, job_id: str, message: Message, extraction: Extraction, sends: Sends,
+                mode: Mode = Mode.full) -> Declaration:
+    """The facts anchored, and what ``Jobs.extracted_each`` records of the extraction with the branches that
+    follow (embed, and graph if any facts), sent in the same Redis step: declared as they are sent, so none
+    can finish first, and none is lost between the two. Their input is the job's (``Jobs.inputs``): their
+    tasks carry the job id."""
     facts = anchor_facts(mneme, message, extraction.facts)
     branches = ["embed"] + (["graph"] if facts else [])
-    mneme.state.jobs.extracted(job_id, branches, [e.event_id for e in extraction.events],
-                               JobWork(mode=mode.value, events=extraction.events, facts=facts), sends(branches))
-    return branches
+    return Declaration(job_id, branches, [e.event_id for e in extraction.events],
+                       JobWork(mode=mode.value, events=extraction.events, facts=facts), sends(branches))
 
 
 def embed_items(mneme: Mneme, found: Sequence[JobInput | None]) -> list[EmbedItem | InvalidInput | None]:
@@ -201,7 +222,7 @@ def embed_stage(mneme: Mneme, items: Sequence[EmbedItem]) -> list[dict[str, Any]
     gone = mneme.state.policies.erased_after_each([(i.tenant, i.user_id, i.received_at) for i in items])
     erased = [i for i, erased_since in zip(items, gone, strict=True) if erased_since]
     for item in erased:  # queued before the user's erasure: dropped, never resurrected
-        mneme.state.jobs.finish(item.job_id, "dropped", "the user was erased after this message arrived")
+        mneme.state.jobs.finish(item.job_id, "dropped", ERASED_NOTE)
     items = [i for i in items if i not in erased]
     retracted = [i for i, back in zip(items, _taken_back(mneme, items), strict=True) if back]
     for item in retracted:
@@ -229,14 +250,14 @@ def embed_stage(mneme: Mneme, items: Sequence[EmbedItem]) -> list[dict[str, Any]
     return mneme.trail.layer_changes(report) + records
 
 
-def _taken_back(mneme: Mneme, items: Sequence[EmbedItem]) -> list[bool]:
-    """Which of the items' messages a rollback took back, in one round trip per tenant."""
-    back: dict[str, bool] = {}
-    for tenant in {i.tenant for i in items}:
-        mine = [i for i in items if i.tenant == tenant]
-        back.update(zip((i.job_id for i in mine), mneme.working.retracted_each(
-            tenant, [(i.session_id, i.message_id) for i in mine]), strict=True))
-    return [back[i.job_id] for i in items]
+def _taken_back(mneme: Mneme, said: Sequence[EmbedItem | Message]) -> list[bool]:
+    """Which of these messages a rollback took back, in one round trip per tenant."""
+    back: dict[int, bool] = {}
+    for tenant in {s.tenant for s in said}:
+        mine = [i for i, s in enumerate(said) if s.tenant == tenant]
+        back.update(zip(mine, mneme.working.retracted_each(
+            tenant, [(said[i].session_id, said[i].message_id) for i in mine]), strict=True))
+    return [back[i] for i in range(len(said))]
 
 
 def graph_stage(mneme: Mneme, job_id: str, facts: Sequence[Fact], received_at: float = 0.0) -> list[dict[str, Any]]:
@@ -250,7 +271,7 @@ def graph_stage(mneme: Mneme, job_id: str, facts: Sequence[Fact], received_at: f
         return bool(session_id and message_id) and mneme.working.retracted(tenant, session_id, message_id)
 
     if mneme.state.policies.erased_after(tenant, user_id, received_at):
-        mneme.state.jobs.finish(job_id, "dropped", "the user was erased after this message arrived")
+        mneme.state.jobs.finish(job_id, "dropped", ERASED_NOTE)
         return []
     policy = mneme.state.policies.get(tenant, user_id)
     if policy.child or not policy.keeps_long_term:  # consent withdrawn or child mode since extraction

@@ -57,6 +57,9 @@ class Settings(BaseSettings):
     redrive_after_s: int = Field(300, ge=1, description="Accepted jobs not done by then are re-sent.")
     embed_batch_size: int = Field(32, ge=1, le=1024)
     embed_flush_interval_s: float = Field(0.2, gt=0)
+    extract_batch_size: int = Field(32, ge=1, le=1024, description="Extractions of up to this many messages run "
+                                                                   "as one task, declared in one round trip.")
+    extract_flush_interval_s: float = Field(0.1, gt=0, description="…or what came within this long.")
     graph_batch_size: int = Field(32, ge=1, le=1024, description="Graph writes of up to this many messages run "
                                                                   "as one task, with one audit task.")
     graph_flush_interval_s: float = Field(0.1, gt=0, description="…or what came within this long.")
@@ -68,6 +71,9 @@ class Settings(BaseSettings):
     worker_start_timeout_s: float = Field(
         180.0, gt=0, description="How long a worker's pool child may take to start (load the model) before "
                                  "Celery replaces it.")
+    worker_nice: int = Field(
+        10, ge=0, le=19, description="The local stack runs the Celery workers and beat this much below the API's "
+                                     "CPU priority, so a busy pipeline does not slow the API's answers.")
     context_vector_weight: float = Field(0.3, ge=0, le=1, description="A message's vector adds this share of the "
                                                                       "turn before it: a reply means what it answers.")
     embed_threads: int = Field(1, ge=1, description="Per process: two threads on a busy 2-core box collapse.")

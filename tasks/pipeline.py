@@ -1,12 +1,14 @@
-"""The write path: memory.extract → memory.embed (batched) ∥ memory.upsert_graph → memory.audit; and its
-undoing: memory.retract, queued by a rollback in the same Redis step (``memory/state/lua/sessions.lua``)."""
+"""The write path: memory.extract → memory.embed ∥ memory.upsert_graph → memory.audit, the first three in
+batches (``StageBatches``); and its undoing: memory.retract, queued by a rollback in the same Redis step
+(``memory/state/lua/sessions.lua``)."""
 
 from __future__ import annotations
 
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from celery import shared_task
@@ -15,31 +17,17 @@ from celery.worker.request import Request
 from celery_batches import Batches, SimpleRequest  # type: ignore[import-untyped]  # ships no type hints
 from celery_batches.trace import apply_batches_task  # type: ignore[import-untyped]
 
-from memory import pipeline
+from memory import logs, pipeline
 from memory.errors import InvalidInput, TransientError, described
 from memory.logs import request_id
-from memory.mneme import get_mneme
+from memory.mneme import Mneme, get_mneme
 from memory.models import Extraction, Message
+from memory.state.jobs import Declaration
 from tasks.base import MnemeTask
 from tasks.envelope import task_message
+from tasks.signals import REQUEST_ID_HEADER
 
 log = logging.getLogger(__name__)
-
-
-@shared_task(name="memory.extract", base=MnemeTask, stage="extract")
-def extract(job_id: str) -> dict[str, Any]:
-    mneme = get_mneme()
-    found = mneme.state.jobs.input(job_id)
-    if found is None:
-        return {"mode": "gone"}
-    mode, parsed = pipeline.gate(mneme, job_id, found.message())
-    if mode in (pipeline.Mode.drop, pipeline.Mode.working_only):
-        return {"mode": mode.value}
-    mode, extraction = pipeline.rule_stage(mneme, mode, parsed)
-    if mode is pipeline.Mode.full and pipeline.needs_llm(mneme, extraction):
-        llm_extract.apply_async(kwargs={"job_id": job_id})
-        return {"events": len(extraction.events), "facts": len(extraction.facts), "llm": True}
-    return _fan_out(job_id, parsed, extraction, mode)
 
 
 class LLMTask(MnemeTask):
@@ -53,27 +41,30 @@ class LLMTask(MnemeTask):
 @shared_task(name="memory.llm_extract", base=LLMTask, stage="llm")
 def llm_extract(job_id: str) -> dict[str, Any]:
     mneme = get_mneme()
-    found = mneme.state.jobs.input(job_id)
+    [found] = pipeline.extract_inputs(mneme, [mneme.state.jobs.input(job_id)])
     if found is None:
         return {"mode": "gone"}
-    mode, parsed = pipeline.gate(mneme, job_id, found.message())  # asked again: erased or taken back meanwhile?
+    if isinstance(found, InvalidInput):
+        raise found
+    mode, parsed = pipeline.gate(mneme, job_id, *found)  # asked again: erased or taken back meanwhile?
     if mode is not pipeline.Mode.full:
         return {"mode": mode.value}
-    return _fan_out(job_id, parsed, pipeline.llm_stage(mneme, job_id, parsed))
+    extraction = pipeline.llm_stage(mneme, job_id, parsed)
+    mneme.state.jobs.extracted_each([_declaration(job_id, parsed, extraction)])
+    return {"events": len(extraction.events), "facts": len(extraction.facts), "mode": mode.value}
 
 
 BRANCH_TASKS = {"embed": "memory.embed", "graph": "memory.upsert_graph"}
 
 
-def _fan_out(job_id: str, message: Message, extraction: Extraction,
-             mode: pipeline.Mode = pipeline.Mode.full) -> dict[str, Any]:
+def _declaration(job_id: str, message: Message, extraction: Extraction,
+                 mode: pipeline.Mode = pipeline.Mode.full) -> Declaration:
     def sends(branches: Sequence[str]) -> list[tuple[str, str]]:  # pushed in the step that declares them
         routes = embed.app.conf.task_routes  # the Celery app's (``workers.celery_app.ROUTES``)
         return [task_message(BRANCH_TASKS[b], str(uuid.uuid4()), {"job_id": job_id},
                              routes[BRANCH_TASKS[b]]["queue"], request_id.get()) for b in branches]
 
-    pipeline.declare(get_mneme(), job_id, message, extraction, sends, mode)
-    return {"events": len(extraction.events), "facts": len(extraction.facts), "mode": mode.value}
+    return pipeline.declaration(get_mneme(), job_id, message, extraction, sends, mode)
 
 
 @worker_process_init.connect
@@ -86,10 +77,12 @@ def _preload_embedder(**_: object) -> None:
 
 class StageBatches(Batches):  # type: ignore[misc]  # Batches is untyped (see its import)
     """A stage that runs its requests in batches: up to a batch of messages, or what came within the flush
-    interval, as one task run in the pool. celery-batches sends no task events, so each request sends its own
-    here (received, started, succeeded: a request the stage could not do is a dead letter, see ``embed``), and
-    Flower lists a batched stage's messages like any task's. Events go out only while they are on (Flower
-    turns them on while it looks). Acknowledged late, once the batch has run, as celery-batches does."""
+    interval, as one task run in the pool. celery-batches sends no task events and logs no line per task, so
+    each request sends its own events here (received, started, succeeded: a request the stage could not do is
+    a dead letter, see ``embed``) and logs its own line once the batch has run (with its task id and the id of
+    the HTTP request that caused it), and Flower and the logs list a batched stage's messages like any task's.
+    Events go out only while they are on (Flower turns them on while it looks). Acknowledged late, once the
+    batch has run, as celery-batches does."""
 
     def flush(self, requests: Sequence[Request]) -> Any:
         for req in requests:
@@ -109,10 +102,33 @@ class StageBatches(Batches):  # type: ignore[misc]  # Batches is untyped (see it
                 if req.task.acks_late:
                     req.acknowledge()
                 req.send_event("task-succeeded", result=repr(result), runtime=runtime)
+                logs.bind_task(req.id, req.name, req.request_dict.get(REQUEST_ID_HEADER))
+                log.info("Task %s[%s] done in a batch of %d in %.3fs", req.name, req.id, len(requests), runtime)
+            logs.clear_task()
+
+        def on_lost(_: object) -> None:
+            # the pool child died running the batch (kill -9, out of memory): its messages go back to their
+            # queue now, as reject_on_worker_lost does for a task of its own, not after the visibility timeout
+            for req in requests:
+                req.reject(requeue=True)
 
         batch = ([SimpleRequest.from_request(r) for r in requests],)  # picklable, for the prefork pool
         return self._pool.apply_async(apply_batches_task, (self, batch, 0, None), accept_callback=on_accepted,
-                                      callback=on_return)
+                                      callback=on_return, error_callback=on_lost)
+
+
+class ExtractBatches(StageBatches):
+    """Extraction across messages: their inputs read, and their branches declared, in one round trip."""
+
+    stage = "extract"
+
+    @property
+    def flush_every(self) -> int:
+        return get_mneme().settings.extract_batch_size
+
+    @property
+    def flush_interval(self) -> float:
+        return get_mneme().settings.extract_flush_interval_s
 
 
 class EmbedBatches(StageBatches):
@@ -141,6 +157,61 @@ class GraphBatches(StageBatches):
         return get_mneme().settings.graph_flush_interval_s
 
 
+@shared_task(name="memory.extract", base=ExtractBatches)
+def extract(requests: list[SimpleRequest]) -> int:
+    """The rules' extraction of a batch of messages, one after another in the order they came (a user who
+    declares an age under 13 in one is a child for the next). Their inputs, and whether each was erased or
+    taken back, are read in one round trip each; a message the rules could not type goes on to the LLM
+    stage; the others are declared, with their branches, in one round trip. Failures as in ``embed``:
+    request by request, so a poison message fails its own job only."""
+    mneme = get_mneme()
+    named: list[tuple[SimpleRequest, str]] = []
+    for request in requests:
+        job_id = request.kwargs.get("job_id")
+        if isinstance(job_id, str):
+            named.append((request, job_id))
+        else:
+            _dead_letter(request, InvalidInput("an extract request names no job_id"), None)
+    try:
+        inputs = pipeline.extract_inputs(mneme, mneme.state.jobs.inputs([job_id for _, job_id in named]))
+    except TransientError as exc:
+        _retry_each(extract, named, "extract", exc)
+        return 0
+    declared: list[tuple[SimpleRequest, Declaration]] = []
+    for (request, job_id), found in zip(named, inputs, strict=True):
+        if found is None:  # done, ended on purpose, erased or expired: nothing left to do
+            continue
+        with _alone(extract, request, job_id, "extract"):
+            if isinstance(found, InvalidInput):  # a malformed job fails alone
+                raise found
+            if (declaration := _extracted(mneme, job_id, *found)) is not None:
+                declared.append((request, declaration))
+    try:
+        mneme.state.jobs.extracted_each([declaration for _, declaration in declared])
+    except TransientError as exc:
+        _retry_each(extract, [(request, d.job_id) for request, d in declared], "extract", exc)
+        return 0
+    except Exception:  # noqa: BLE001 - isolate the declaration that broke the step: declaring the others
+        for request, declaration in declared:  # again changes nothing but re-sending their (idempotent) branches
+            with _alone(extract, request, declaration.job_id, "extract"):
+                mneme.state.jobs.extracted_each([declaration])
+        return 0
+    return len(declared)
+
+
+def _extracted(mneme: Mneme, job_id: str, message: Message, ended: str | None) -> Declaration | None:
+    """One message through the gate and the rules: what to declare of it, or None if its job ended here or
+    the LLM stage takes it on."""
+    mode, parsed = pipeline.gate(mneme, job_id, message, ended)
+    if mode in (pipeline.Mode.drop, pipeline.Mode.working_only):
+        return None
+    mode, extraction = pipeline.rule_stage(mneme, mode, parsed)
+    if mode is pipeline.Mode.full and pipeline.needs_llm(mneme, extraction):
+        llm_extract.apply_async(kwargs={"job_id": job_id})
+        return None
+    return _declaration(job_id, parsed, extraction, mode)
+
+
 @shared_task(name="memory.embed", base=EmbedBatches)
 def embed(requests: list[SimpleRequest]) -> int:
     # celery-batches acknowledges a batch whatever happens in it, so failures are handled here:
@@ -164,18 +235,12 @@ def embed(requests: list[SimpleRequest]) -> int:
         send_audit(pipeline.embed_stage(mneme, [item for _, item in items]))
         return len(items)
     except TransientError as exc:
-        for request, item in items:
-            _retry(embed, request, item.job_id, "embed", exc)
+        _retry_each(embed, [(request, item.job_id) for request, item in items], "embed", exc)
         return 0
     except Exception:  # noqa: BLE001 - isolate the request that broke the batch
         for request, item in items:
-            try:
+            with _alone(embed, request, item.job_id, "embed"):
                 send_audit(pipeline.embed_stage(mneme, [item]))
-            except TransientError as exc:
-                _retry(embed, request, item.job_id, "embed", exc)
-            except Exception as exc:  # noqa: BLE001
-                _dead_letter(request, exc, item.job_id)
-                mneme.state.jobs.fail(item.job_id, "embed", f"{type(exc).__name__}: {described(exc)}")
         return 0
 
 
@@ -195,6 +260,39 @@ def _dead_letter(request: SimpleRequest, exc: Exception, job_id: str | None, ret
                                   queue=(request.delivery_info or {}).get("routing_key"),
                                   kwargs={"job_id": job_id} if job_id else {}, error=exc, retries=retries,
                                   job_id=job_id, owner=mneme.state.jobs.owner(job_id) if job_id else None)
+
+
+@contextmanager
+def _serving(request: SimpleRequest) -> Iterator[None]:
+    """While one request of a batch runs, log lines and the tasks it sends carry its task id and the id of
+    the HTTP request that caused it, as they would for a task of its own (``tasks.signals``)."""
+    outer = logs.task_id.get(), logs.task_name.get(), logs.request_id.get()
+    logs.bind_task(request.id, request.name, (request.request_dict or {}).get(REQUEST_ID_HEADER))
+    try:
+        yield
+    finally:
+        logs.bind_task(*outer)
+
+
+@contextmanager
+def _alone(task: Any, request: SimpleRequest, job_id: str, stage: str) -> Iterator[None]:
+    """One request of a batch (``_serving``) whose failure is its own: a transient error retries it with
+    backoff, any other dead-letters it and fails its job."""
+    with _serving(request):
+        try:
+            yield
+        except TransientError as exc:
+            _retry(task, request, job_id, stage, exc)
+        except Exception as exc:  # noqa: BLE001 - one request's failure, not the batch's
+            _dead_letter(request, exc, job_id)
+            get_mneme().state.jobs.fail(job_id, stage, f"{type(exc).__name__}: {described(exc)}")
+
+
+def _retry_each(task: Any, requests: Sequence[tuple[SimpleRequest, str]], stage: str, exc: Exception) -> None:
+    """Each request (with its job id) of a batch whose shared step hit a transient error, retried."""
+    for request, job_id in requests:
+        with _serving(request):
+            _retry(task, request, job_id, stage, exc)
 
 
 def _retry(task: Any, request: SimpleRequest, job_id: str, stage: str, exc: Exception) -> None:
@@ -224,14 +322,9 @@ def upsert_graph(requests: list[SimpleRequest]) -> int:
         found = next(inputs)
         if found is None:  # done, ended on purpose, erased or expired: nothing left to write
             continue
-        try:
+        with _alone(upsert_graph, request, job_id, "graph"):
             records += pipeline.graph_stage(mneme, job_id, *pipeline.graph_input(found))
             done.append(job_id)
-        except TransientError as exc:
-            _retry(upsert_graph, request, job_id, "graph", exc)
-        except Exception as exc:  # noqa: BLE001 - isolate the request that failed
-            _dead_letter(request, exc, job_id)
-            mneme.state.jobs.fail(job_id, "graph", f"{type(exc).__name__}: {described(exc)}")
     send_audit(records)
     pipeline.graph_done(mneme, done)
     return len(done)

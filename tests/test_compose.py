@@ -36,6 +36,13 @@ def test_worker_groups_cover_every_queue_and_scale_independently():
         assert "container_name" not in svc and not svc.get("ports")  # --scale needs neither
 
 
+def test_workers_and_beat_yield_the_cpu_to_the_api():
+    background = {n: s for n, s in MNEME.items() if "worker" in s["command"] or "beat" in s["command"]}
+    assert len(background) >= 4
+    for name, svc in background.items():
+        assert svc.get("cpu_shares", 1024) < SERVICES["api"].get("cpu_shares", 1024), name
+
+
 def test_all_config_is_environment_and_every_variable_is_a_real_setting():
     fields = set(Settings.model_fields)
     for name, svc in MNEME.items():

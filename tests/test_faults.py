@@ -6,8 +6,8 @@ How a killed worker's messages come back (kombu 5.7 Redis transport, as the work
 - A worker takes a message with BRPOP and, before running it, records it in the ``unacked`` hash and
   the ``unacked_index`` sorted set (score: delivery time). With ``acks_late`` the entry goes at the ack.
 - A SIGKILL of the pool child is noticed by the worker's main process: ``reject_on_worker_lost`` requeues
-  an ordinary task at once. A celery-batches batch (``memory.embed``) is not requeued: the batch's
-  requests stay in ``unacked`` until a sweep.
+  an ordinary task at once, and ``tasks.pipeline.StageBatches`` does the same for the requests of a batch
+  (``memory.extract``, ``memory.embed``, ``memory.upsert_graph``) the child was running.
 - A SIGKILL of the main process (or the whole process group) leaves its messages in ``unacked``. They go
   back to their queues only when some worker runs ``QoS.restore_visible``, which restores entries older
   than ``visibility_timeout``. A worker runs it when its consumer starts (``on_poll_init``: the first call
@@ -604,6 +604,32 @@ def test_a_store_outage_retries_loses_nothing_and_recall_says_degraded(fstack, r
     assert_exactly_once(rt, fstack, [(user, j) for j in warm] + sent)
     status, body, _ = recall(fstack, user, "物理")
     assert status == 200 and body["degraded"] == {} and body["events"] and body["facts"]
+
+
+def test_a_key_store_outage_retries_the_extraction_and_loses_nothing(fstack, rt, uid):
+    """A child's message is sealed at rest, and extraction opens it with the user's key, which the pipeline
+    worker reads from the key store (SQLite here) the first time. While the store is locked that read fails
+    (a TransientError, once SQLite gives up on its WAL read lock after ~10 s): the request is sent again with
+    ``attempt`` and backoff, and once the lock is gone it is extracted, in child mode, and done."""
+    user = f"kc{uid}"
+    child = httpx.put(f"{fstack.api_url}/v1/users/{user}/child", json={"child": True, "operator_id": "parent"},
+                      timeout=60)
+    assert child.status_code == 200, child.text  # the API keeps the new key a while: it seals without the store
+
+    def attempts(job_id: str) -> list[int]:  # of this job's extraction requests queued or held by a worker
+        messages = [json.loads(v)[0] for v in rt.state.client.hvals("unacked")] + queued(rt, "extract")
+        return [task_kwargs(m).get("attempt", 0) for m in messages
+                if m["headers"].get("task") == "memory.extract" and task_kwargs(m).get("job_id") == job_id]
+
+    with holding_lock(sqlite_path(fstack.settings.keys), "all"):
+        job = post(fstack, user, 2)  # 我不懂生物第2题
+        wait_until(lambda: max(attempts(job), default=0) >= 1, 60, "the extraction sent again with attempt 1")
+    wait_done(rt, [job], timeout=60)
+    assert not [d for d in rt.state.dead_letters.list(limit=1000) if d.job_id == job]
+    events = [e for e, _ in rt.episodic.store.dump(TENANT, user, statuses=ALL_STATUSES)]
+    assert [e.event_type for e in events] == [e.event_type for e in extract(sent_message(rt, job)).events]
+    assert all((shown.summary, shown.keywords, shown.text) == ("", [], "")  # type only: a child's
+               for shown in map(rt.episodic.reveal, events))
 
 
 # --- 4. a redelivered graph task -----------------------------------------------------------------

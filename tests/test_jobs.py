@@ -10,7 +10,7 @@ import pytest
 
 from memory.errors import NotFound
 from memory.state.client import connect
-from memory.state.jobs import Jobs, JobWork
+from memory.state.jobs import Declaration, Jobs, JobWork
 
 TTL_S = 3600
 WHO = ("acme", "user-1", "session:7", "m.1@x")
@@ -33,7 +33,7 @@ def job_id() -> str:
 
 def _run(jobs: Jobs, job_id: str, event_ids: list[str]) -> None:
     jobs.accept(job_id, WHO, '{"content": "我喜欢物理 and chess"}', job_ttl_s=7 * 86400)
-    jobs.extracted(job_id, ["embed", "graph"], event_ids, JobWork(mode="full", events=[]))
+    jobs.extracted_each([Declaration(job_id, ["embed", "graph"], event_ids, JobWork(mode="full", events=[]))])
     jobs.complete_each("embed", {job_id: {"embed_batch": 12, "merged": 1}})
 
 

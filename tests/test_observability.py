@@ -251,7 +251,7 @@ def test_stack_serves_metrics_of_every_process_and_writes_json_logs_with_ids(sta
         if min(tasks_seen) > 0 or time.monotonic() > deadline:
             break
         time.sleep(0.25)
-    assert tasks_seen[0] >= 2 and tasks_seen[1] >= 1  # observed in the workers, served by the API
+    assert tasks_seen[0] >= 1 and tasks_seen[1] >= 1  # (batch runs) observed in the workers, served by the API
     assert (sample(body, "mneme_working_memory_ops_total", op="append") or 0) >= 2
     assert (sample(body, "mneme_working_memory_ops_total", op="read") or 0) >= 1  # recall read the session
     assert (sample(body, "mneme_recall_seconds_count") or 0) >= 1

@@ -4,6 +4,7 @@ recall; redelivered tasks and lost enqueues change nothing and lose nothing."""
 import json
 import time
 import uuid
+from contextlib import contextmanager
 
 import pytest
 
@@ -30,6 +31,23 @@ def drain(runtime, timeout=60.0):
             return
         time.sleep(0.1)
     raise TimeoutError("queues did not drain")
+
+
+@contextmanager
+def pipeline_worker(stack, **env):
+    """The pipeline worker restarted with these MNEME_* settings, and as it was afterwards."""
+    saved = dict(stack.env)
+    stack.stop_one("worker-pipeline")
+    stack.env.update(env)
+    try:
+        stack.start_one("worker-pipeline")
+        stack.wait_ready(wait_embedder=False)
+        yield
+    finally:
+        stack.stop_one("worker-pipeline")
+        stack.env = saved
+        stack.start_one("worker-pipeline")
+        stack.wait_ready(wait_embedder=False)
 
 
 def test_scripted_cross_session_flow(client, uid, monkeypatch):
@@ -180,3 +198,58 @@ def test_queued_jobs_survive_a_worker_restart(client, uid, stack):
     [job] = client.wait([accepted.job_id], timeout=60)
     assert job.state == "done"
     assert ("dislikes", "背公式") in {(f.relation, f.object) for f in client.recall(user_id=f"u{uid}", query="x").facts}
+
+
+def test_a_message_on_its_own_is_done_and_recalled_within_about_a_second(client, uid, runtime):
+    """The batched stages wait for more messages only as long as their flush intervals (extract 0.1 s, embed
+    0.2 s, graph 0.1 s), not for a full batch."""
+    drain(runtime)  # nothing queued ahead of it
+    started = time.monotonic()
+    accepted = client.remember(user_id=f"u{uid}", session_id=f"s{uid}", message_id="m1", role="user",
+                               content="我喜欢天文学")
+    while (job := client.job(accepted.job_id)).state != "done":
+        assert time.monotonic() - started < 10, job
+        time.sleep(0.02)
+    took = time.monotonic() - started
+    assert set(job.stages) == {"extract", "embed", "graph"}
+    assert took < 1.5, f"a message alone took {took:.2f}s"
+    assert client.recall(user_id=f"u{uid}", query="天文学").events[0].message_ids == ["m1"]
+
+
+LIKES = ["天文学", "astronomy", "化学", "chemistry", "历史", "history", "音乐", "music"]
+
+
+def test_a_poison_request_in_a_batch_fails_alone_and_the_others_of_every_user_are_done(client, uid, runtime,
+                                                                                        celery, stack):
+    """Eight messages of four users, a job whose message is malformed and a request naming no job make one
+    batch (exactly its size, and a flush interval longer than the test): the two poison requests are dead
+    letters, each on its own, the poison job fails, and the eight are extracted in the batch's one declaring
+    step and done, each user's beliefs their own."""
+    users = [f"u{uid}-{i}" for i in range(4)]
+    poison_job = str(uuid.uuid4())
+    write_job(runtime, poison_job, user_id=users[0], payload=json.dumps({"role": "robot", "content": f"秘密 {uid}"}))
+
+    def say(i: int) -> str:
+        text = f"我喜欢{LIKES[i]}" if i % 2 == 0 else f"I love {LIKES[i]}"
+        return client.remember(user_id=users[i % 4], session_id=f"s{uid}-{i % 4}", message_id=f"m{i}", role="user",
+                               content=text).job_id
+
+    drain(runtime)
+    with pipeline_worker(stack, MNEME_EXTRACT_BATCH_SIZE="10", MNEME_EXTRACT_FLUSH_INTERVAL_S="600"):
+        good = [say(i) for i in range(4)]
+        poison = celery.send_task("memory.extract", kwargs={"job_id": poison_job}).id
+        nameless = celery.send_task("memory.extract", kwargs={}).id
+        good += [say(i) for i in range(4, 8)]
+        done = client.wait([*good, poison_job], timeout=60)
+    assert [j.state for j in done] == ["done"] * 8 + ["failed"]
+    extracted_at = [j.stages["extract"] for j in done[:8]]
+    assert max(extracted_at) - min(extracted_at) < 0.003, extracted_at  # one step declared them all
+    assert done[8].error.startswith("extract: InvalidInput") and "role" in done[8].error
+    letter = runtime.state.dead_letters.get(poison)
+    assert (letter.task, letter.job_id, letter.kwargs, letter.error_type) == (
+        "memory.extract", poison_job, {"job_id": poison_job}, "InvalidInput")
+    assert (runtime.state.dead_letters.get(nameless).job_id, runtime.state.dead_letters.get(nameless).kwargs) == (
+        None, {})
+    assert not [d for d in runtime.state.dead_letters.list(limit=1000) if d.job_id in good]
+    for i, user in enumerate(users):
+        assert {b.object for b in client.profile(user).beliefs} == {LIKES[i], LIKES[i + 4]}

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import redis
 from pydantic import BaseModel, Field, ValidationError
@@ -75,6 +75,17 @@ class JobWork(BaseModel):
     mode: str
     events: list[Event]
     facts: list[Fact] = []
+
+
+class Declaration(NamedTuple):
+    """What extraction declares of a job (``Jobs.extracted_each``): the branches that follow, its event ids,
+    their input, and the branches' task messages ((broker list, task message) pairs) to push with it."""
+
+    job_id: str
+    branches: list[str]
+    event_ids: list[str]
+    work: JobWork
+    sends: Sequence[tuple[str, str]] = ()
 
 
 class JobInput:
@@ -212,17 +223,21 @@ class Jobs:
                   "job_ttl": job_ttl_s, "now": repr(round(time.time(), 3))}
         self._accept(keys=[keys.job(job_id), keys.PENDING], args=[json.dumps(fields, ensure_ascii=False)])
 
-    def extracted(self, job_id: str, branches: list[str], event_ids: list[str], work: JobWork,
-                  sends: Sequence[tuple[str, str]] = ()) -> None:
-        """Record extraction's result once (a redelivered extraction keeps the first) and push ``sends``
-        ((broker list, task message) pairs: the branches' tasks) in the same step, so a job is never
-        declared without its branches on their way; a job with no branch left is done. A job that ended
-        meanwhile (erased, taken back, done) gets neither."""
+    def extracted_each(self, declarations: Sequence[Declaration]) -> None:
+        """Record each job's extraction once (a redelivered extraction keeps the first) and push its ``sends``
+        (its branches' tasks) in the same step, so a job is never declared without its branches on their way;
+        a job with no branch left is done. A job that ended meanwhile (erased, taken back, done) gets neither.
+        One round trip for them all; each job's step is atomic on its own."""
+        pipe = self._redis.pipeline(transaction=False)
         now = time.time()
-        args: list[EncodableT] = [len(branches), json.dumps(event_ids), now, job_id, self._done_until(now),
-                                  work.model_dump_json(exclude_defaults=True), *(x for pair in sends for x in pair)]
-        self._start(keys=[keys.job(job_id), keys.PENDING, self._bucket(job_id, now),
-                          *(queue for queue, _ in sends)], args=args)
+        until = self._done_until(now)
+        for d in declarations:
+            args: list[EncodableT] = [len(d.branches), json.dumps(d.event_ids), now, d.job_id, until,
+                                      d.work.model_dump_json(exclude_defaults=True),
+                                      *(x for pair in d.sends for x in pair)]
+            self._start(keys=[keys.job(d.job_id), keys.PENDING, self._bucket(d.job_id, now),
+                              *(queue for queue, _ in d.sends)], args=args, client=pipe)
+        pipe.execute()
 
     def note(self, job_id: str, **info: int | str) -> None:
         """Facts about how the job went (batch size, merges, LLM outcome), shown by ``get``."""

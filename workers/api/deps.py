@@ -12,8 +12,10 @@ from memory.models import ID_PATTERN, ID_RULE
 from workers.api.strict_json import StrictJsonRoute
 
 
-def mneme_of(request: Request) -> Mneme:
-    """The Mneme ``create_app`` was built with (``app.state.mneme``)."""
+async def mneme_of(request: Request) -> Mneme:
+    """The Mneme ``create_app`` was built with (``app.state.mneme``). The dependencies are ``async``: FastAPI
+    runs a sync one in a worker thread, which costs more than what they do (an API key is one or two Redis
+    reads)."""
     mneme: Mneme = request.app.state.mneme
     return mneme
 
@@ -21,7 +23,7 @@ def mneme_of(request: Request) -> Mneme:
 Memory = Annotated[Mneme, Depends(mneme_of)]
 
 
-def tenant_of(request: Request, mneme: Memory) -> str:
+async def tenant_of(request: Request, mneme: Memory) -> str:
     """The caller's tenant: from the API key, or the development tenant when auth is off."""
     if not mneme.settings.auth_required:
         return mneme.settings.tenant

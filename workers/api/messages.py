@@ -1,4 +1,10 @@
-"""Working memory: append a message (and queue it for long-term memory), read a session, undo."""
+"""Working memory: append a message (and queue it for long-term memory), read a session, undo.
+
+These handlers are ``async`` though they call Redis synchronously: each is one sub-millisecond Redis step
+(a child's text also fetches its key), and running it on the event loop costs less than handing it to a worker
+thread — the hand-off was half of the API's CPU per POST (2.0 → 0.95 ms in process). Reads that compute
+(recall, profiles) stay sync and run in the thread pool.
+"""
 
 from __future__ import annotations
 
@@ -20,7 +26,7 @@ router = resource_router()
 
 
 @router.post("/v1/messages", status_code=202, response_model=MessageAccepted, tags=["write"])
-def post_message(tenant: Tenant, mneme: Memory, body: MessageIn, window: bool = False) -> MessageAccepted:
+async def post_message(tenant: Tenant, mneme: Memory, body: MessageIn, window: bool = False) -> MessageAccepted:
     """Append a message to the session's working memory and queue it for long-term memory. With
     `window=true` the answer carries the session's window too (what an agent puts in its next prompt),
     read in the same Redis step."""
@@ -47,27 +53,27 @@ def post_message(tenant: Tenant, mneme: Memory, body: MessageIn, window: bool = 
 
 
 @router.get("/v1/sessions/{session_id}/messages", response_model=SessionView, tags=["working memory"])
-def get_messages(tenant: Tenant, mneme: Memory, session_id: PathId, version: int | None = None) -> SessionView:
+async def get_messages(tenant: Tenant, mneme: Memory, session_id: PathId, version: int | None = None) -> SessionView:
     """The session's working memory at its head version, or at an older kept version."""
     return out(SessionView, mneme.working.read(tenant, session_id, version))
 
 
 @router.get("/v1/sessions/{session_id}/messages/{message_id}", response_model=FullMessage,
               tags=["working memory"])
-def get_message(tenant: Tenant, mneme: Memory, session_id: PathId, message_id: PathId) -> FullMessage:
+async def get_message(tenant: Tenant, mneme: Memory, session_id: PathId, message_id: PathId) -> FullMessage:
     """One message with its full text (a long assistant reply is stored cut in the window)."""
     record, full = mneme.working.get(tenant, session_id, message_id)
     return FullMessage(**record.model_dump(exclude={"content"}), content=full)
 
 
 @router.post("/v1/sessions/{session_id}/rollback", response_model=RolledBack, tags=["working memory"])
-def rollback(tenant: Tenant, mneme: Memory, session_id: PathId, body: RollbackIn) -> RolledBack:
+async def rollback(tenant: Tenant, mneme: Memory, session_id: PathId, body: RollbackIn) -> RolledBack:
     """Undo (撤回上一条: take the latest message still in the window out, each call one more; 409 once the
     window is empty) or restore a whole kept snapshot (``to_version``). Every message taken out is
     retracted: its queued work is dropped, and ``memory.retract`` (queued in the same Redis step)
     removes its episodic events and graph evidence. Its ``message_id`` is not accepted again."""
     def retraction(message_ids: list[str], user_id: str) -> tuple[str, str]:
-        # on the extract queue, behind the messages' own extraction (which then finds them retracted)
+        # on the extract queue; an extraction that runs after it finds its message retracted and does nothing
         kwargs = {"tenant": tenant, "user_id": user_id, "session_id": session_id, "message_ids": message_ids}
         return task_message("memory.retract", str(uuid.uuid4()), kwargs, EXTRACT_QUEUE, request_id.get())
 

@@ -100,6 +100,18 @@ def valkey_binary() -> str:
     return str(get_binary_path())
 
 
+def lower_priority(pid: int, nice: int) -> None:
+    """Process ``pid`` (and what it forks from now on) ``nice`` below normal CPU priority. Each process of the
+    stack is a session of its own, and where the kernel groups a session's processes (autogroup, on by default
+    in most distributions) a nice value only ranks a process within its session: the session's must be set
+    too, or a niced worker still competes for the CPU with the API as an equal."""
+    os.setpriority(os.PRIO_PROCESS, pid, nice)
+    try:
+        Path(f"/proc/{pid}/autogroup").write_text(str(nice))
+    except OSError:  # no autogroup here: the process's nice value is the whole story
+        pass
+
+
 @dataclass
 class Stack:
     data_dir: Path
@@ -147,16 +159,19 @@ class Stack:
         py = sys.executable
         celery = [py, "-m", "celery", "-A", "workers.celery_app:app"]
         ops = [py, "-m", "celery", "-A", "workers.celery_app:ops"]  # beat and Flower run no task
-        # celery-batches buffers up to a batch of messages (graph writes, embeddings), so a worker prefetches one
+        # celery-batches buffers up to a batch of messages (extractions, graph writes, embeddings), so a worker
+        # prefetches one (of the larger of its batched stages: a batch holds its messages unacknowledged)
+        settings = self.settings
         cmds = {
             "api": [py, "-m", "uvicorn", "workers.api:create_app", "--factory", "--host", "127.0.0.1",
                     "--port", str(self.api_port), "--no-access-log",
                     *(["--workers", str(self.api_workers)] if self.api_workers > 1 else [])],
             "worker-pipeline": [*celery, "worker", "-Q", "extract,llm,graph,audit,maintenance", "-c", "1",
                                 "-n", "pipeline@%h", "-l", "INFO", "--prefetch-multiplier",
-                                str(self.settings.graph_batch_size), "--without-gossip", "--without-mingle"],
+                                str(max(settings.extract_batch_size, settings.graph_batch_size)), "--without-gossip",
+                                "--without-mingle"],
             "worker-embed": [*celery, "worker", "-Q", "embed", "-c", "1", "-n", "embed@%h", "-l", "INFO",
-                             "--prefetch-multiplier", str(self.settings.embed_batch_size), "--without-gossip",
+                             "--prefetch-multiplier", str(settings.embed_batch_size), "--without-gossip",
                              "--without-mingle"],
         }
         if self.beat:
@@ -222,6 +237,8 @@ class Stack:
         with os.fdopen(fd, "ab") as log:  # the child keeps its own handle; every file it makes is 0600
             self.procs[name] = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, umask=0o077,
                                                 start_new_session=True)
+        if (name.startswith("worker-") or name == "beat") and self.settings.worker_nice:  # before they fork
+            lower_priority(self.procs[name].pid, self.settings.worker_nice)
 
     def wait_ready(self, wait_embedder: bool = True, timeout: float = 120) -> None:
         def api() -> None:
