@@ -10,6 +10,8 @@ takes their names):
 
 - ``working``   working-memory append + read of the window, p50/p99, vs raw redis-py doing the same job in the
                 same number of round trips; appends/s from several client processes at once.
+- ``cluster``   the same appends on one Valkey, then on a local 3-master Valkey Cluster, in one run: appends/s
+                and the Redis CPU each node spent per append.
 - ``memory``    Redis ``used_memory`` delta for 1,000 sessions × 50 messages on a fresh embedded Valkey, once
                 their jobs are finished (and, for information, while every one is still pending).
 - ``e2e``       messages/s from POST /v1/messages (real stack) until every job is done, vs the raw embedder.
@@ -183,10 +185,11 @@ def bench_working(url: str, redis_pid: int, n: int, sessions: int, clients: int,
     return out
 
 
-def _append_worker(url: str, kind: str, worker: int, start_at: float, seconds: float, result) -> None:
+def _append_worker(url: str, kind: str, worker: int, start_at: float, seconds: float, result,
+                   settings: dict | None = None) -> None:
     texts = corpus()
     cleaned = [(role, clean(text)) for role, text in texts]
-    mneme = Mneme(Settings(_env_file=None, redis_url=url))
+    mneme = Mneme(Settings(_env_file=None, redis_url=url, **(settings or {})))
     raw = redis.Redis.from_url(url, decode_responses=True)
     base = time.time() - 3600
 
@@ -216,27 +219,58 @@ def _append_worker(url: str, kind: str, worker: int, start_at: float, seconds: f
 
 
 def _throughput(url: str, redis_pid: int, kind: str, clients: int, seconds: float) -> dict:
+    return _throughput_on(url, [redis_pid], kind, clients, seconds)
+
+
+def _throughput_on(url: str, server_pids: list[int], kind: str, clients: int, seconds: float,
+                   settings: dict | None = None) -> dict:
+    """``clients`` processes appending for ``seconds``; the CPU each server process used per append."""
     import psutil
 
-    server = psutil.Process(redis_pid)
+    servers = [psutil.Process(pid) for pid in server_pids]
     ctx = mp.get_context("fork")
     result = ctx.Queue()
     start_at = time.time() + 1.5
-    procs = [ctx.Process(target=_append_worker, args=(url, kind, w, start_at, seconds, result))
+    procs = [ctx.Process(target=_append_worker, args=(url, kind, w, start_at, seconds, result, settings))
              for w in range(clients)]
     for p in procs:
         p.start()
     while time.time() < start_at:
         time.sleep(0.001)
-    server_cpu = sum(server.cpu_times()[:2])
+    before = [sum(server.cpu_times()[:2]) for server in servers]
     reports = [result.get(timeout=seconds + 60) for _ in procs]
-    server_cpu = sum(server.cpu_times()[:2]) - server_cpu
+    used = [sum(server.cpu_times()[:2]) - b for server, b in zip(servers, before, strict=True)]
     for p in procs:
         p.join()
     appends = sum(r[0] for r in reports)
     return {"clients": clients, "seconds": seconds, "appends": appends, "appends_per_s": appends / seconds,
             "client_cpu_us_per_append": sum(r[1] for r in reports) / appends * 1e6,
-            "server_cpu_us_per_append": server_cpu / appends * 1e6}
+            "server_cpu_us_per_append": sum(used) / appends * 1e6,
+            "server_cpu_us_per_append_by_node": [round(u / appends * 1e6, 1) for u in used]}
+
+
+def bench_cluster(tmp: Path, clients: int, seconds: float) -> dict:
+    """Appends on one Valkey, then on a local cluster of 3 masters (no replicas: the CPU of the masters is
+    the figure), by the same client processes in the same run. The 2-core box caps the total; the CPU each
+    node spends per append shows what a node of a real cluster would carry."""
+    from workers.local.cluster import LocalCluster
+
+    one = embedded_redis(tmp / "one")
+    try:
+        single = _throughput_on(one.env["MNEME_REDIS_URL"], [one.procs["redis"].pid], "mneme", clients, seconds)
+    finally:
+        one.stop()
+    broker = embedded_redis(tmp / "broker")
+    try:
+        with LocalCluster(tmp / "cluster", masters=3, replicas_per_master=0) as cluster:
+            pids = [node.pid for node in cluster.masters() if node.pid]
+            spread = _throughput_on(cluster.url, pids, "mneme", clients, seconds,
+                                    {"redis_cluster": True, "broker_redis_url": broker.env["MNEME_REDIS_URL"]})
+    finally:
+        broker.stop()
+    return {"one_node": single, "cluster": spread, "masters": 3,
+            "busiest_node_capacity_per_s": 1e6 / max(spread["server_cpu_us_per_append_by_node"]),
+            "one_node_capacity_per_s": 1e6 / single["server_cpu_us_per_append"]}
 
 
 # --- 2. Redis memory ----------------------------------------------------------------------------
@@ -942,6 +976,8 @@ def main() -> None:
         if "working" in only:
             run("working", "working memory", with_redis(tmp / "working", lambda st: bench_working(
                 st.env["MNEME_REDIS_URL"], st.procs["redis"].pid, args.working_ops, 100, args.clients, 3.0)))
+        if "cluster" in only:
+            run("cluster", "Redis Cluster", lambda: bench_cluster(tmp / "cluster", args.clients, 3.0))
         if "memory" in only:
             run("memory", "Redis memory", with_redis(tmp / "memory", lambda st: bench_memory(
                 st.env["MNEME_REDIS_URL"], 1000, 50)))

@@ -148,6 +148,22 @@ def _api(a: dict) -> list[Row]:
     ]
 
 
+def _cluster(c: dict) -> list[Row]:
+    one, spread = c["one_node"], c["cluster"]
+    busiest, alone = max(spread["server_cpu_us_per_append_by_node"]), one["server_cpu_us_per_append"]
+    return [
+        row(f"appends/s, {spread['clients']} clients, {c['masters']}-master Redis Cluster", "{:,.0f}/s",
+            spread["appends_per_s"], HIGHER, show("{:,.0f}/s", one["appends_per_s"]),
+            show("{:.2f}x", div(spread["appends_per_s"], one["appends_per_s"])), "(info) vs 1 node, same clients"),
+        row("  Redis CPU per append: busiest node / 1 node", "{:.0f} us", busiest, LOWER,
+            show("{:.0f} us", alone), show("{:.2f}x", div(busiest, alone)),
+            f"(info) all nodes {show('{:.0f} us', spread['server_cpu_us_per_append'])}"),
+        row("  capacity: 1 s / busiest node's CPU per append", "{:,.0f}/s", c["busiest_node_capacity_per_s"], HIGHER,
+            show("{:,.0f}/s", c["one_node_capacity_per_s"]),
+            show("{:.2f}x", div(c["busiest_node_capacity_per_s"], c["one_node_capacity_per_s"])), "> 1 node"),
+    ]
+
+
 def _recall(r: dict) -> list[Row]:
     out = []
     for m in r["measurements"]:
@@ -182,8 +198,8 @@ def _embedder(e: dict) -> list[Row]:
 
 #: every section's rows, in table order
 SECTION_ROWS: dict[str, Callable[[dict], list[Row]]] = {
-    "working": _working, "memory": _memory, "footprint": _footprint, "e2e": _e2e, "api": _api, "recall": _recall,
-    "extract": _extract, "embedder": _embedder}
+    "working": _working, "cluster": _cluster, "memory": _memory, "footprint": _footprint, "e2e": _e2e, "api": _api,
+    "recall": _recall, "extract": _extract, "embedder": _embedder}
 
 
 def rows(results: dict) -> list[Row]:

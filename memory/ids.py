@@ -13,9 +13,20 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
 
 
+def shard(tenant: str, session_id: str) -> str:
+    """The session's shard, two hex digits: the hash tag of its Redis keys (``memory.state.keys``)."""
+    return _digest(tenant, session_id)[:2]
+
+
+def job_shard(job_id: str) -> str:
+    """A job's shard: the first two characters of its id (``job_id``)."""
+    return job_id[:2]
+
+
 def job_id(tenant: str, session_id: str, message_id: str) -> str:
-    """The Celery task id of a message's extraction; also the id a client polls."""
-    return str(uuid.uuid5(_NAMESPACE, f"{tenant}\x1f{session_id}\x1f{message_id}"))
+    """The Celery task id of a message's extraction; also the id a client polls. A uuid whose first two
+    characters are its session's shard, so its job record lives beside the session's keys."""
+    return shard(tenant, session_id) + str(uuid.uuid5(_NAMESPACE, f"{tenant}\x1f{session_id}\x1f{message_id}"))[2:]
 
 
 def event_id(tenant: str, user_id: str, message_id: str, kind: str, index: int) -> str:

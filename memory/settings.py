@@ -20,8 +20,13 @@ class Settings(BaseSettings):
     # --- where things live -------------------------------------------------------------------
     data_dir: Path = Field(Path("var"), description="Embedded stores, AOF and logs live here.")
     redis_url: str | None = Field(
-        None, description="Redis for working memory and the broker; unset = start an embedded Valkey."
+        None, description="Redis for working memory and the broker; unset = start an embedded Valkey. With "
+                          "MNEME_REDIS_CLUSTER, any node of the cluster."
     )
+    redis_cluster: bool = Field(False, description="MNEME_REDIS_URL names a node of a Redis Cluster, which holds "
+                                                   "the state; the broker is then MNEME_BROKER_REDIS_URL.")
+    broker_redis_url: str | None = Field(None, description="A Redis of its own for the Celery broker; unset = "
+                                                          "MNEME_REDIS_URL (required with MNEME_REDIS_CLUSTER).")
     episodic_url: str = Field("", description="Episodic store URL; empty = sqlite file in data_dir.")
     graph_url: str = Field("", description="Graph store URL; empty = sqlite file in data_dir.")
     audit_url: str = Field("", description="Audit sink URL; empty = hash-chained JSON-lines file in data_dir.")
@@ -164,10 +169,22 @@ class Settings(BaseSettings):
         return self.archive_url or f"file://{(self.data_dir / 'archive').resolve()}"
 
     @property
-    def broker_url(self) -> str:
+    def state_url(self) -> str:
+        """The Redis of working memory, jobs and the other state (a node of it, on a cluster)."""
         if not self.redis_url:
             raise ConfigurationError("MNEME_REDIS_URL is not set; start the stack with `make run`")
         return self.redis_url
+
+    @property
+    def broker_url(self) -> str:
+        """The Redis of the Celery broker: the state's, unless the state is a cluster (kombu speaks to one
+        server)."""
+        if self.broker_redis_url:
+            return self.broker_redis_url
+        if self.redis_cluster:
+            raise ConfigurationError("MNEME_REDIS_CLUSTER is set, and a cluster cannot carry the Celery broker: "
+                                     "set MNEME_BROKER_REDIS_URL to a Redis of its own")
+        return self.state_url
 
 
 @lru_cache(maxsize=1)

@@ -43,7 +43,6 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from memory.errors import TransientError
-from memory.state import keys
 from memory.state.broker import Broker
 
 log = logging.getLogger("mneme.telemetry")
@@ -99,7 +98,7 @@ class QueueDepthCollector:
 
     def collect(self) -> Iterable[Metric]:
         try:
-            *depths, dead = self.broker.depths(self.queue_names, extra_lists=(keys.DEAD_LETTERS,))
+            depths, dead = self.broker.depths(self.queue_names), self.broker.dead_letters()
         except TransientError as exc:
             log.warning("queue depths unavailable: %s", exc)
             return

@@ -12,23 +12,27 @@ from memory.mneme import Mneme, get_mneme
 from memory.pipeline import tuning_stage
 from memory.services.maintenance import Job
 from tasks.base import MnemeTask
-from tasks.pipeline import audit, extract, send_audit
+from tasks.pipeline import audit, extract, retract, send_audit
 
 
 @shared_task(name="memory.redrive", base=MnemeTask, stage="maintenance", bind=True)
 def redrive(self: MnemeTask, dry_run: bool = False, limit: int = 500) -> dict[str, Any]:
-    """Re-send jobs accepted long ago, still not done and no longer held by the broker (lost), and audit
-    records long held and still not written. Safe to run twice or concurrently: every stage is idempotent."""
+    """Re-send jobs accepted long ago, still not done and no longer held by the broker (lost), audit records
+    long held and still not written, and rollbacks' retractions long recorded and still not done. Safe to run
+    twice or concurrently: every stage is idempotent."""
     mneme = get_mneme()
     report = lost_jobs(mneme, self.app, limit)
     held = [] if dry_run else mneme.trail.overdue(mneme.settings.redrive_after_s, limit)
+    retractions = mneme.working.unfinished_retractions(mneme.settings.redrive_after_s, limit)
     if not dry_run:
         for job_id in report["job_ids"]:
             extract.apply_async(kwargs={"job_id": job_id}, task_id=job_id)
         for i in range(0, len(held), 100):
             audit.apply_async(kwargs={"records": held[i:i + 100]})
+        for r in retractions:
+            retract.apply_async(kwargs=r.model_dump())
     return {**report, "resent": 0 if dry_run else len(report["job_ids"]), "dry_run": dry_run,
-            "audit_records_resent": len(held)}
+            "audit_records_resent": len(held), "retractions": len(retractions)}
 
 
 def lost_jobs(mneme: Mneme, app: Celery, limit: int) -> dict[str, Any]:

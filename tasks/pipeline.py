@@ -1,6 +1,6 @@
 """The write path: memory.extract → memory.embed ∥ memory.upsert_graph → memory.audit, the first three in
-batches (``StageBatches``); and its undoing: memory.retract, queued by a rollback in the same Redis step
-(``memory/state/lua/sessions.lua``)."""
+batches (``StageBatches``); and its undoing: memory.retract, queued by a rollback, which records the
+retraction in its Redis step (``memory/state/lua/sessions.lua``) until this task is done."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from memory.logs import request_id
 from memory.mneme import Mneme, get_mneme
 from memory.models import Extraction, Message
 from memory.state.jobs import Declaration
+from memory.state.working import Retraction
 from tasks.base import MnemeTask
 from tasks.envelope import task_message
 from tasks.signals import REQUEST_ID_HEADER
@@ -338,7 +339,11 @@ def audit(records: list[dict[str, Any]]) -> int:
 
 @shared_task(name="memory.retract", base=MnemeTask, stage="retract")
 def retract(tenant: str, user_id: str, session_id: str, message_ids: list[str]) -> dict[str, Any]:
-    """Remove what long-term memory made of messages a rollback took back; redelivery changes nothing."""
-    report, records = pipeline.retract(get_mneme(), tenant, user_id, session_id, message_ids)
+    """Remove what long-term memory made of messages a rollback took back; redelivery changes nothing. The
+    rollback recorded the retraction; it is done once its audit records are held."""
+    mneme = get_mneme()
+    report, records = pipeline.retract(mneme, tenant, user_id, session_id, message_ids)
     send_audit(records)
+    mneme.working.retraction_done(Retraction(tenant=tenant, user_id=user_id, session_id=session_id,
+                                             message_ids=message_ids))
     return report

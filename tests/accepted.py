@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from memory import ids
 from memory.extraction import extract
 from memory.mneme import Mneme
 from memory.models import Message
@@ -45,5 +46,5 @@ def reopen_job(rt: Mneme, job_id: str) -> Message:
         "done:extract": job.stages["extract"], "events": json.dumps(job.event_ids), "branches": 2,
         "payload": message.model_dump_json(),
         "work": JobWork(mode="full", events=extraction.events, facts=extraction.facts).model_dump_json()})
-    rt.state.client.zadd(keys.PENDING, {job_id: job.accepted_at})
+    rt.state.client.zadd(keys.pending(ids.job_shard(job_id)), {job_id: job.accepted_at})
     return message

@@ -16,17 +16,18 @@ from memory.mneme import Mneme
 from tests.server_process import ServerProcess
 from tests.stacks import running_stack
 from workers.client import MnemeClient
+from workers.local.cluster import LocalCluster
 from workers.local.stack import Stack
 
 #: The fixtures that start a server process (Valkey alone, a whole stack, a Bolt or an S3 server).
 SERVERS = frozenset({"stack", "valkey_url", "fstack", "pstack", "sstack", "tstack", "llm_stack", "consent_stack",
-                     "graph_stack", "small_layer", "bolt_server", "s3_server"})
+                     "graph_stack", "small_layer", "bolt_server", "s3_server", "cluster", "cstack"})
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "stack: needs server processes (the stack lane)")
     if config.getoption("markexpr") == "not stack":
-        Stack._spawn = ServerProcess.start = _refuse  # type: ignore[method-assign]
+        Stack._spawn = ServerProcess.start = LocalCluster._spawn = _refuse  # type: ignore[method-assign]
 
 
 def _refuse(*_: object, **__: object) -> None:

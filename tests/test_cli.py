@@ -22,6 +22,7 @@ from memory import ids
 from memory.audit import record
 from memory.errors import NotFound, TransientError
 from memory.models import Role
+from memory.state import keys
 from memory.state.deadletters import DeadLetters
 from tests.accepted import write_job
 from workers.celery_app import create_celery
@@ -162,7 +163,7 @@ def test_mneme_finds_the_stack_make_run_started_without_any_variable(tmp_path_fa
 
 def test_a_poison_task_lands_in_dead_letters_and_replays_into_them_again(runtime, celery, cli):
     job_id = accepted_job(runtime)
-    runtime.state.client.hset(f"mneme:job:{job_id}", "payload", json.dumps({"role": "robot", "content": "秘密 secret"}))
+    runtime.state.client.hset(keys.job(job_id), "payload", json.dumps({"role": "robot", "content": "秘密 secret"}))
     kwargs = {"job_id": job_id}  # tasks carry ids: the malformed message is the job's
     sent = celery.send_task("memory.extract", kwargs=kwargs)
     letter = wait_for(lambda: letter_or_none(runtime.state.client, sent.id))
@@ -199,7 +200,7 @@ def test_a_poison_task_lands_in_dead_letters_and_replays_into_them_again(runtime
 
 def test_a_malformed_embed_request_lands_in_dead_letters(runtime, celery):
     job_id = accepted_job(runtime)
-    runtime.state.client.hset(f"mneme:job:{job_id}", "work", json.dumps({"mode": "full", "events": [{"bogus": True}]}))
+    runtime.state.client.hset(keys.job(job_id), "work", json.dumps({"mode": "full", "events": [{"bogus": True}]}))
     sent = celery.send_task("memory.embed", kwargs={"job_id": job_id})
     letter = wait_for(lambda: letter_or_none(runtime.state.client, sent.id))
     assert (letter.task, letter.queue, letter.job_id) == ("memory.embed", "embed", job_id)
@@ -241,7 +242,7 @@ def test_push_is_idempotent_per_task_id_and_capped(stack):
                                     kwargs={"records": [i]}, error=ValueError(f"bad {i}"), cap=3)
         assert not DeadLetters(r).push(task_id="t4", task="memory.audit", queue="audit", error=ValueError("again"),
                                     cap=3)
-        assert DeadLetters(r).size() == 3 and r.hlen("mneme:dead-letters:by-id") == 3
+        assert DeadLetters(r).size() == 3 and r.hlen(keys.DEAD_LETTERS_BY_ID) == 3
         assert [d.id for d in DeadLetters(r).list(10)] == ["t4", "t3", "t2"]
         assert [d.id for d in DeadLetters(r).list(1, offset=1)] == ["t3"]
         assert DeadLetters(r).get("t4").error_message == "bad 4"  # the first failure is kept

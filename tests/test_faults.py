@@ -710,7 +710,8 @@ def test_redrive_re_sends_only_the_jobs_the_broker_lost(fstack, rt, celery, uid)
         assert len(lost) == 3, where
         for job_id in lost:  # what BRPOP to a worker SIGKILLed before kombu recorded it does to a message
             assert rt.state.client.lrem(where[job_id][0], 1, where[job_id][1]) == 1
-        rt.state.client.zadd(keys.PENDING, {job_id: time.time() - 3600 for job_id in jobs})  # a backlog an hour old
+        for job_id in jobs:  # a backlog an hour old
+            rt.state.client.zadd(keys.pending(ids.job_shard(job_id)), {job_id: time.time() - 3600})
         report = lost_jobs(rt, celery, 1000)
         assert set(report["job_ids"]) & set(jobs) == set(lost), report
     for _ in range(3):  # beat runs it again and again while a backlog drains

@@ -9,7 +9,9 @@ import uuid
 import pytest
 
 from memory.errors import NotFound
+from memory.state import keys
 from memory.state.client import connect
+from memory.state.dispatch import Dispatch
 from memory.state.jobs import Declaration, Jobs, JobWork
 
 TTL_S = 3600
@@ -23,7 +25,7 @@ def redis(valkey_url):
 
 @pytest.fixture
 def jobs(redis) -> Jobs:
-    return Jobs(redis, done_ttl_s=TTL_S)
+    return Jobs(redis, Dispatch(redis), done_ttl_s=TTL_S)
 
 
 @pytest.fixture
@@ -68,7 +70,7 @@ def test_a_done_job_whose_message_is_taken_back_says_so(jobs, job_id):
 def test_a_finished_status_outlives_the_done_ttl_by_at_most_a_quarter(jobs, job_id, redis):
     _run(jobs, job_id, ["ev_" + "c" * 24])
     jobs.complete(job_id, "graph")
-    assert not redis.exists(f"mneme:job:{job_id}")
+    assert not redis.exists(keys.job(job_id))
     [bucket] = [b for b in jobs.done_buckets(job_id) if redis.hexists(b, job_id)]
     assert TTL_S - 5 <= redis.ttl(bucket) <= TTL_S * 1.25 + 1
     assert redis.object("encoding", bucket) == "listpack"  # the compact encoding: ~170 bytes a job

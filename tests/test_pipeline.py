@@ -10,6 +10,7 @@ import pytest
 
 from memory import ids
 from memory.models import Role
+from memory.state import keys
 from tests.accepted import reopen_job, write_job
 from workers.celery_app import create_celery
 from workers.local import demo
@@ -110,7 +111,7 @@ def test_a_finished_job_keeps_its_status_for_the_done_ttl_but_no_copy_of_the_tex
     assert job.state == "done" and job.session_id == f"s{uid}" and job.message_id == "m1" and job.event_ids
     assert {"extract", "embed"} <= set(job.stages) and job.finished_at >= job.accepted_at
     redis = runtime.state.client
-    assert not redis.exists(f"mneme:job:{accepted.job_id}")  # its record, which held the message, is gone
+    assert not redis.exists(keys.job(accepted.job_id))  # its record, which held the message, is gone
     [bucket] = [b for b in runtime.state.jobs.done_buckets(accepted.job_id) if redis.hexists(b, accepted.job_id)]
     assert f"小猫{uid}" not in redis.hget(bucket, accepted.job_id)
     ttl = runtime.settings.job_done_ttl_s
@@ -135,7 +136,8 @@ def test_an_accepted_message_whose_enqueue_was_lost_is_redriven(uid, runtime, ce
     runtime.state.working.append(tenant="default", user_id=f"u{uid}", session_id=f"s{uid}", message_id="lost",
                                  role=Role.user, content="我叫小红", client_ts=time.time(), job_id=job_id)
     assert client.job(job_id).state == "accepted"
-    runtime.state.client.zadd("mneme:pending", {job_id: time.time() - 3600})  # accepted an hour ago
+    an_hour_ago = time.time() - 3600  # when it was accepted, as the redrive will see it
+    runtime.state.client.zadd(keys.pending(ids.job_shard(job_id)), {job_id: an_hour_ago})
     celery.send_task("memory.redrive", kwargs={"limit": 1000})
     [job] = client.wait([job_id], timeout=60)
     assert job.state == "done"

@@ -6,7 +6,9 @@ import time
 
 import pytest
 
+from memory import ids
 from memory.episodic import ALL_STATUSES
+from memory.state import keys
 from workers.celery_app import create_celery
 from workers.client import MnemeAPIError
 
@@ -164,3 +166,21 @@ def test_undoing_a_message_whose_work_is_still_queued_leaves_nothing_of_it(clien
     assert runtime.semantic.profile(TENANT, f"u{uid}", include_inactive=True) == []
     events, facts = recalled(client, uid, "天文学 我几岁")
     assert not events and not facts
+
+
+def test_a_retraction_whose_task_never_reached_the_broker_is_re_sent_by_the_redrive(client, uid, runtime, stack):
+    """The rollback records its retraction in its Redis step; an API that died before it pushed
+    ``memory.retract`` (here: a rollback that pushes nothing) leaves the record, and the redrive re-sends it."""
+    said = say(client, uid, 1, "I'm 15 and I love chemistry")
+    client.wait([said.job_id])
+    assert "m1" in recalled(client, uid, "chemistry")[0]
+    runtime.working.rollback(TENANT, f"a{uid}", None, task=None)  # taken back, its task never sent
+    [recorded] = [r for r in runtime.working.unfinished_retractions(0, 1000) if r.user_id == f"u{uid}"]
+    assert recorded.message_ids == ["m1"]
+    assert "m1" in recalled(client, uid, "chemistry")[0]  # nothing removed it yet
+    key = keys.retracting(ids.shard(TENANT, f"a{uid}"))
+    runtime.state.client.zadd(key, {recorded.member(): time.time() - 3600})  # recorded an hour ago
+    create_celery(stack.settings).send_task("memory.redrive", kwargs={"limit": 1000})
+    wait_until(lambda: "m1" not in recalled(client, uid, "chemistry")[0], "removed by the re-sent retraction")
+    wait_until(lambda: not runtime.state.client.zscore(key, recorded.member()), "the retraction done")
+    assert all("m1" not in b.message_ids for b in client.profile(f"u{uid}").beliefs)

@@ -83,7 +83,11 @@ class Privacy:
         policy = self._state.policies.set_child(tenant, user_id, child, operator_id)
         self._trail.submit([self._trail.record(tenant, user_id, "child_mode.set", operator_id, source,
                                                fields={"child": child})])
-        converted = self.bring_under_child_rules(tenant, user_id, operator_id, source) if child else {}
+        if child:
+            converted = self.bring_under_child_rules(tenant, user_id, operator_id, source)
+        else:  # what their sessions hold stays sealed; what they say from now on is kept as said
+            self._state.working.mark_child(tenant, user_id, False)
+            converted = {}
         return policy, converted
 
     def bring_under_child_rules(self, tenant: str, user_id: str, operator_id: str,

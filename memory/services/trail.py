@@ -2,8 +2,8 @@
 
 ``submit`` holds the records in the outbox (``memory.state.outbox``) first, so a record is never lost
 between a change and the sink: with a ``task`` (a worker's: the ``memory.audit`` message for them) it is
-pushed in the same transaction and the records travel as that task; without one (the API, the CLI) they
-are written to the sink at once. Either way they leave the
+pushed once they are held and the records travel as that task; without one (the API, the CLI) they are
+written to the sink at once. Either way they leave the
 outbox only once the sink has them (``write``), and the redrive task re-sends whatever is held too long
 — a sink that is down delays a record, it does not lose it, nor fail the change it records.
 

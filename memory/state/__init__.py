@@ -20,6 +20,7 @@ from memory.state.client import StateClient, connect
 from memory.state.counters import Counters
 from memory.state.deadletters import DeadLetters
 from memory.state.devices import Devices
+from memory.state.dispatch import Dispatch
 from memory.state.feedback_pairs import FeedbackPairs
 from memory.state.jobs import Jobs
 from memory.state.llm_usage import LLMUsage
@@ -44,15 +45,27 @@ class RedisState:
     @cached_property
     def client(self) -> StateClient:
         """The raw client: for this package's repositories, and for tests that look at what Redis holds."""
+        return connect(self._settings.state_url, cluster=self._settings.redis_cluster)
+
+    @cached_property
+    def broker_client(self) -> StateClient:
+        """The Celery broker's Redis: the state's own client, unless the state is a cluster."""
+        if self._settings.broker_url == self._settings.state_url and not self._settings.redis_cluster:
+            return self.client
         return connect(self._settings.broker_url)
 
     @cached_property
+    def dispatch(self) -> Dispatch:
+        return Dispatch(self.broker_client)
+
+    @cached_property
     def working(self) -> WorkingMemory:
-        return WorkingMemory(self.client, self._settings, self.jobs, open_key=self._open_key)
+        return WorkingMemory(self.client, self._settings, self.jobs, self.dispatch, self.policies, self.counters,
+                             open_key=self._open_key)
 
     @cached_property
     def jobs(self) -> Jobs:
-        return Jobs(self.client, done_ttl_s=self._settings.job_done_ttl_s)
+        return Jobs(self.client, self.dispatch, done_ttl_s=self._settings.job_done_ttl_s)
 
     @cached_property
     def policies(self) -> Policies:
@@ -72,7 +85,7 @@ class RedisState:
 
     @cached_property
     def outbox(self) -> AuditOutbox:
-        return AuditOutbox(self.client)
+        return AuditOutbox(self.client, self.dispatch)
 
     @cached_property
     def feedback_pairs(self) -> FeedbackPairs:
@@ -100,11 +113,12 @@ class RedisState:
 
     @cached_property
     def broker(self) -> Broker:
-        return Broker(self.client)
+        return Broker(self.broker_client, self.client)
 
     def close(self) -> None:
-        if "client" in self.__dict__:
-            self.client.close()
+        for name in ("client", "broker_client"):
+            if name in self.__dict__:
+                self.__dict__[name].close()
 
     def ping(self) -> None:
         self.client.ping()

@@ -16,6 +16,7 @@ from typing import Any
 
 import redis
 
+from memory.state import keys
 from memory.state.client import decoded
 
 UNACKED = "unacked"  # kombu's default ``unacked_key``
@@ -24,20 +25,26 @@ PAGE = 1000
 
 
 class Broker:
-    def __init__(self, client: redis.Redis) -> None:
-        self._redis = client
+    """``client`` is the broker's Redis; ``state`` the state's, where the dead letters wait (the same unless
+    the state is a cluster)."""
 
-    def depths(self, queues: Sequence[str], extra_lists: Sequence[str] = ()) -> list[int]:
-        """Messages waiting in each queue (all its priority lists), then the length of each extra list."""
+    def __init__(self, client: redis.Redis, state: redis.Redis | None = None) -> None:
+        self._redis = client
+        self._state = state or client
+
+    def depths(self, queues: Sequence[str]) -> list[int]:
+        """Messages waiting in each queue (all its priority lists)."""
         pipe = self._redis.pipeline(transaction=False)
         for queue in queues:
             for suffix in PRIORITY_LISTS:
                 pipe.llen(queue + suffix)
-        for name in extra_lists:
-            pipe.llen(name)
         counts = pipe.execute()
         step = len(PRIORITY_LISTS)
-        return [sum(counts[i * step:(i + 1) * step]) for i in range(len(queues))] + counts[len(queues) * step:]
+        return [sum(counts[i * step:(i + 1) * step]) for i in range(len(queues))]
+
+    def dead_letters(self) -> int:
+        """Tasks waiting in the dead-letter list."""
+        return int(self._state.llen(keys.DEAD_LETTERS))
 
     def in_flight(self) -> int:
         """Messages workers hold unacknowledged."""

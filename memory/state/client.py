@@ -18,11 +18,16 @@ from typing import Any, cast, overload
 
 import redis
 from redis.client import Pipeline
+from redis.cluster import ClusterPipeline, RedisCluster
+from redis.commands.core import Script
+from redis.exceptions import ClusterDownError, ClusterError, NoScriptError, TryAgainError
 from redis.typing import ZSetRangeResponse
 
 from memory.errors import TransientError
 
-REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
+# a cluster mid-failover answers CLUSTERDOWN or TRYAGAIN, or runs out of redirections: all pass
+REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError, ClusterDownError, TryAgainError,
+                ClusterError)
 RedisFailure = redis.RedisError  # any other failure of Redis (the API answers 503 for it too)
 
 
@@ -51,10 +56,74 @@ class StateClient(redis.Redis):
         return _Pipeline(self.connection_pool, self.response_callbacks, transaction, shard_hint)
 
 
-def connect(url: str) -> StateClient:
+class StateCluster(RedisCluster):
+    """``RedisCluster`` (text replies) whose unavailability is a ``TransientError`` too, and whose scripts are on
+    every primary: loaded there when registered, and again when a node says it lacks one (a replica promoted
+    by a failover starts with no scripts). A pipeline that met a missing script fails as transient once the
+    scripts are back, and its caller's retry runs it (every pipelined step here is idempotent)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._scripts: list[Script] = []
+
+    def register_script(self, script: Any) -> Script:
+        registered = Script(self, script)
+        self._scripts.append(registered)
+        self._load_scripts([registered])
+        return registered
+
+    def _load_scripts(self, scripts: list[Script]) -> None:
+        with translated():
+            for registered in scripts:
+                super().execute_command(  # type: ignore[no-untyped-call]  # unannotated upstream
+                    "SCRIPT LOAD", registered.script, target_nodes=RedisCluster.PRIMARIES)
+
+    def execute_command(self, *args: Any, **options: Any) -> Any:
+        with translated():
+            try:
+                return super().execute_command(*args, **options)  # type: ignore[no-untyped-call]  # unannotated
+            except NoScriptError:
+                self._load_scripts(self._scripts)
+                return super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
+
+    def pipeline(self, transaction: Any = None, shard_hint: Any = None) -> _ClusterPipeline:
+        return _ClusterPipeline(
+            self, nodes_manager=self.nodes_manager, commands_parser=self.commands_parser,
+            startup_nodes=self.nodes_manager.startup_nodes, result_callbacks=self.result_callbacks,
+            cluster_response_callbacks=self.cluster_response_callbacks, read_from_replicas=self.read_from_replicas,
+            load_balancing_strategy=self.load_balancing_strategy, reinitialize_steps=self.reinitialize_steps,
+            retry=self.retry, lock=self._lock, transaction=transaction, event_dispatcher=self._event_dispatcher)
+
+
+class _ClusterPipeline(ClusterPipeline):
+    def __init__(self, owner: StateCluster, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._owner = owner
+
+    def evalsha(self, sha: str, numkeys: int, *keys_and_args: Any) -> Any:
+        """Pipelined like any command, sent to the node of its first key. redis-py blocks it in a cluster
+        pipeline because a script may reach keys of other slots; each of Mneme's keeps to its first key's
+        (one hash tag), and the node refuses one that does not (CROSSSLOT)."""
+        return self.execute_command("EVALSHA", sha, numkeys, *keys_and_args)  # type: ignore[no-untyped-call]
+
+    def execute(self, raise_on_error: bool = True) -> list[Any]:
+        with translated():
+            try:
+                return super().execute(raise_on_error)
+            except NoScriptError as exc:
+                self._owner._load_scripts(self._owner._scripts)
+                raise TransientError("a Redis node had lost Mneme's scripts (a failover); they are loaded again: "
+                                     "retry") from exc
+
+
+def connect(url: str, cluster: bool = False) -> StateClient:
+    """A client of the Redis at ``url``; with ``cluster``, of the Redis Cluster that node belongs to (typed as
+    the one-node client: the commands Mneme uses are the same, routed by key)."""
+    options: dict[str, Any] = {"decode_responses": True, "socket_timeout": 10, "socket_connect_timeout": 5}
+    if cluster:
+        return cast(StateClient, StateCluster.from_url(url, **options))
     # redis-py's ``from_url`` builds ``cls`` but is annotated as returning ``Redis``
-    return StateClient.from_url(url, decode_responses=True, socket_timeout=10,  # type: ignore[return-value]
-                                socket_connect_timeout=5, health_check_interval=30)
+    return StateClient.from_url(url, health_check_interval=30, **options)  # type: ignore[return-value]
 
 
 @overload

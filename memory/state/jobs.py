@@ -25,10 +25,12 @@ import redis
 from pydantic import BaseModel, Field, ValidationError
 from redis.typing import EncodableT
 
+from memory import ids
 from memory.errors import InvalidInput, NotFound, described
 from memory.models import Event, Fact, Message
 from memory.state import keys
-from memory.state.client import decoded, members
+from memory.state.client import decoded, scored
+from memory.state.dispatch import Dispatch
 from memory.state.lua import script
 
 
@@ -37,7 +39,7 @@ def _step(entry: str) -> str:
 
 
 _START = _step("return job_extracted(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], "
-               "ARGV[6], {unpack(ARGV, 7)})")
+               "ARGV[6])")
 _COMPLETE = _step("return job_complete(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4])")
 _UPDATE = _step("return job_update(KEYS[1], ARGV)")
 _FINISH = _step("return job_finish(KEYS[1], KEYS[2], {unpack(KEYS, 3)}, ARGV[1], ARGV[2], ARGV[3], ARGV[4], "
@@ -148,9 +150,14 @@ def _decode(model: type[_M], raw: str, what: str) -> _M:
         raise InvalidInput(f"{what} is malformed ({described(exc)})") from None
 
 
+def _pending(job_id: str) -> str:
+    return keys.pending(ids.job_shard(job_id))
+
+
 class Jobs:
-    def __init__(self, client: redis.Redis, done_ttl_s: int) -> None:
+    def __init__(self, client: redis.Redis, dispatch: Dispatch, done_ttl_s: int) -> None:
         self._redis = client
+        self._dispatch = dispatch  # the branches' tasks, onto the broker once their job is declared
         self._done_ttl_s = done_ttl_s
         self._slice_s = done_ttl_s / DONE_SLICES
         self._start = client.register_script(_START)
@@ -221,23 +228,25 @@ class Jobs:
         elsewhere (a test planting a job for a task it sends straight to the broker)."""
         fields = {"job_id": job_id, "who": json.dumps(list(who), ensure_ascii=False), "payload": payload,
                   "job_ttl": job_ttl_s, "now": repr(round(time.time(), 3))}
-        self._accept(keys=[keys.job(job_id), keys.PENDING], args=[json.dumps(fields, ensure_ascii=False)])
+        self._accept(keys=[keys.job(job_id), _pending(job_id)], args=[json.dumps(fields, ensure_ascii=False)])
 
     def extracted_each(self, declarations: Sequence[Declaration]) -> None:
-        """Record each job's extraction once (a redelivered extraction keeps the first) and push its ``sends``
-        (its branches' tasks) in the same step, so a job is never declared without its branches on their way;
-        a job with no branch left is done. A job that ended meanwhile (erased, taken back, done) gets neither.
-        One round trip for them all; each job's step is atomic on its own."""
+        """Record each job's extraction once (a redelivered extraction keeps the first), then push its
+        ``sends`` (its branches' tasks) onto the broker; a job with no branch left is done. A job that ended
+        meanwhile (erased, taken back, done) gets neither. The extraction's task is acknowledged only after
+        this returns, so a worker that dies between the record and the push has its task redelivered, which
+        records nothing new and pushes again (the stages are idempotent). One round trip for the records
+        (each job's step atomic on its own), one for the pushes."""
         pipe = self._redis.pipeline(transaction=False)
         now = time.time()
         until = self._done_until(now)
         for d in declarations:
             args: list[EncodableT] = [len(d.branches), json.dumps(d.event_ids), now, d.job_id, until,
-                                      d.work.model_dump_json(exclude_defaults=True),
-                                      *(x for pair in d.sends for x in pair)]
-            self._start(keys=[keys.job(d.job_id), keys.PENDING, self._bucket(d.job_id, now),
-                              *(queue for queue, _ in d.sends)], args=args, client=pipe)
-        pipe.execute()
+                                      d.work.model_dump_json(exclude_defaults=True)]
+            self._start(keys=[keys.job(d.job_id), _pending(d.job_id), self._bucket(d.job_id, now)], args=args,
+                        client=pipe)
+        alive = pipe.execute()
+        self._dispatch.push([send for d, live in zip(declarations, alive, strict=True) if live for send in d.sends])
 
     def note(self, job_id: str, **info: int | str) -> None:
         """Facts about how the job went (batch size, merges, LLM outcome), shown by ``get``."""
@@ -260,7 +269,7 @@ class Jobs:
         for job_id, info in notes.items():
             if info:
                 self._update(keys=[keys.job(job_id)], args=[str(x) for kv in info.items() for x in kv], client=pipe)
-            self._complete(keys=[keys.job(job_id), keys.PENDING, self._bucket(job_id, now)],
+            self._complete(keys=[keys.job(job_id), _pending(job_id), self._bucket(job_id, now)],
                            args=[stage, now, job_id, until], client=pipe)
         pipe.execute()
 
@@ -268,13 +277,13 @@ class Jobs:
         """End a job on purpose (consent off, user erased, its message retracted by a rollback): it is not
         re-sent, and its text is dropped. Ending it again in the same state changes nothing."""
         now = time.time()
-        self._finish(keys=[keys.job(job_id), keys.PENDING, *self.done_buckets(job_id, now)],
+        self._finish(keys=[keys.job(job_id), _pending(job_id), *self.done_buckets(job_id, now)],
                      args=[state, note, now, self._done_until(now), job_id])
 
     def fail(self, job_id: str, stage: str, error: str) -> None:
         """A permanent failure: the job stops being re-sent and says why."""
         self._set(job_id, {"state": "failed", "error": f"{stage}: {error}"[:2000]})
-        self._redis.zrem(keys.PENDING, job_id)
+        self._redis.zrem(_pending(job_id), job_id)
 
     def inputs(self, job_ids: Sequence[str]) -> list[JobInput | None]:
         """What each job's tasks work on, in one round trip; None for a job with nothing left to do (done,
@@ -294,31 +303,44 @@ class Jobs:
         pipe = self._redis.pipeline(transaction=False)
         for job_id in job_ids:
             pipe.delete(keys.job(job_id))
-            pipe.zrem(keys.PENDING, job_id)
+            pipe.zrem(_pending(job_id), job_id)
             for bucket in self.done_buckets(job_id):
                 pipe.hdel(bucket, job_id)
         pipe.execute()
 
     def unfinished(self, job_ids: Sequence[str]) -> list[str]:
         """Those of ``job_ids`` still pending (accepted and not yet done), in one round trip."""
-        if not job_ids:
-            return []
-        scores = self._redis.zmscore(keys.PENDING, list(job_ids))
+        pipe = self._redis.pipeline(transaction=False)
+        for job_id in job_ids:
+            pipe.zscore(_pending(job_id), job_id)
+        scores = pipe.execute() if job_ids else []
         return [job_id for job_id, score in zip(job_ids, scores, strict=True) if score is not None]
 
     def pending(self) -> int:
-        """Jobs accepted and not yet done."""
-        return int(self._redis.zcard(keys.PENDING))
+        """Jobs accepted and not yet done, in every shard."""
+        pipe = self._redis.pipeline(transaction=False)
+        for tag in keys.SHARD_TAGS:
+            pipe.zcard(keys.pending(tag))
+        return sum(int(n) for n in pipe.execute())
 
     def stale(self, older_than_s: float, limit: int) -> list[str]:
-        """Jobs accepted more than ``older_than_s`` ago and still not done, oldest first."""
+        """Jobs accepted more than ``older_than_s`` ago and still not done, oldest first (at most ``limit``,
+        read from every shard in one round trip)."""
         cutoff = time.time() - older_than_s
-        ids = members(self._redis.zrangebyscore(keys.PENDING, "-inf", cutoff, start=0, num=limit))
-        out = []
-        for job_id, found in zip(ids, self.inputs(ids), strict=True):
-            if found is None:  # the job finished meanwhile, or its record expired: nothing to re-send
-                self._redis.zrem(keys.PENDING, job_id)
-                continue
-            out.append(job_id)
+        pipe = self._redis.pipeline(transaction=False)
+        for tag in keys.SHARD_TAGS:
+            pipe.zrangebyscore(keys.pending(tag), "-inf", cutoff, start=0, num=limit, withscores=True)
+        found = sorted((at, job_id) for reply in pipe.execute() for job_id, at in scored(reply))
+        ids = [job_id for _, job_id in found[:limit]]
+        out: list[str] = []
+        gone: list[str] = []
+        for job_id, job in zip(ids, self.inputs(ids), strict=True):
+            # the job finished meanwhile, or its record expired: nothing to re-send
+            (gone if job is None else out).append(job_id)
+        if gone:
+            pipe = self._redis.pipeline(transaction=False)
+            for job_id in gone:
+                pipe.zrem(_pending(job_id), job_id)
+            pipe.execute()
         return out
 

@@ -1,41 +1,48 @@
-"""Every Redis key Mneme uses, built in one place.
+"""Every Redis key Mneme uses, built in one place, laid out for Redis Cluster.
 
-The append step writes a session's keys, its job and the pending set in one Lua call, so Mneme
-expects a single Redis (or a primary with replicas), not Redis Cluster.
+A session lives in one of ``SHARDS`` shards (``memory.ids.shard``: two hex digits of a hash), named in
+braces in each of its keys — a hash tag, so on a cluster they all share one slot. Its messages' jobs carry
+the shard as the first two characters of their id (``memory.ids.job_id``), so a job, the shard's pending set,
+its finished jobs' statuses and the shard's index of the sessions and counters the accept step touches are in
+that slot too, and each Lua step stays one atomic step on one node. The pairs of global keys a step writes
+together share a tag of their own (``{dead-letters}``, ``{audit}``, ``{apikeys}``). What spans shards — a
+user's sessions, a tenant's counters, every pending job — is read shard by shard (``SHARD_TAGS``).
 
-| key                                   | type | holds                                   | TTL            |
-|---------------------------------------|------|-----------------------------------------|----------------|
-| mneme:wm:{t:s}:meta                   | hash | owner user, head version, last seq      | session TTL    |
-| mneme:wm:{t:s}:msg                    | hash | seq → message record (display text)     | session TTL    |
-| mneme:wm:{t:s}:full                   | hash | seq → full text of a cut reply          | session TTL    |
-| mneme:wm:{t:s}:snap                   | hash | version → ordered seqs (kept versions)  | session TTL    |
-| mneme:wm:{t:s}:ids                    | hash | message_id → "seq|content hash[|r]" (r: retracted) | session TTL |
-| mneme:job:{job_id}                    | hash | an unfinished job: state, stages, its tasks' input | job TTL |
-| mneme:jobs:done:{slice}:{id[:3]}      | hash | job id → a finished job's status line   | done TTL + ¼ (9) |
-| mneme:pending                         | zset | job ids accepted and not yet done       | none (1)       |
-| mneme:llm:tokens:{tenant}:{yyyymmdd}  | str  | LLM tokens spent that UTC day           | 2 days         |
+| key (`{…}`: a hash tag, `<…>`: a value)  | type | holds                                   | TTL            |
+|------------------------------------------|------|-----------------------------------------|----------------|
+| mneme:wm:{<sh>}:<t>:<s>:meta          | hash | owner user, head version, last seq, child flag | session TTL |
+| mneme:wm:{<sh>}:<t>:<s>:msg           | hash | seq → message record (display text)     | session TTL    |
+| mneme:wm:{<sh>}:<t>:<s>:full          | hash | seq → full text of a cut reply          | session TTL    |
+| mneme:wm:{<sh>}:<t>:<s>:snap          | hash | version → ordered seqs (kept versions)  | session TTL    |
+| mneme:wm:{<sh>}:<t>:<s>:ids           | hash | message_id → "seq|content hash[|r]" (r: retracted) | session TTL |
+| mneme:job:{<sh>}:<job_id>             | hash | an unfinished job: state, stages, its tasks' input | job TTL |
+| mneme:jobs:done:{<sh>}:<slice>:<id[2]> | hash | job id → a finished job's status line   | done TTL + ¼ (9) |
+| mneme:pending:{<sh>}                  | zset | the shard's job ids accepted and not yet done | none (1)  |
+| mneme:retracting:{<sh>}               | zset | a rollback's "tenant␟user␟session␟ids" → when | none (10) |
+| mneme:sessions:{<sh>}:<t>:<u>         | set  | the user's session ids in the shard (for erasure) | session TTL |
+| mneme:metrics:{<sh>}:<t>              | hash | product counters of the shard (aggregates only) | none (2) |
+| mneme:metrics:{<sh>}:<t>:failed:<s>   | str  | marks a session counted as failed       | session TTL    |
+| mneme:llm:tokens:<tenant>:<yyyymmdd>  | str  | LLM tokens spent that UTC day           | 2 days         |
 | mneme:llm:failures                    | hash | reason → count of LLM calls that failed | none (2)       |
 | mneme:adapter:current                 | str  | the published query-adapter version     | none (3)       |
-| mneme:review:{tenant}:{review_id}     | hash | a contradiction waiting for a human     | none; 90 days once resolved |
-| mneme:reviews:{tenant}:{user}         | zset | the user's review ids by time           | none (4)       |
-| mneme:devices:{tenant}                | hash | device id → the account it is bound to  | none (4)       |
-| mneme:user:{tenant}:{user}            | hash | consent, child mode                     | none (4)       |
-| mneme:sessions:{tenant}:{user}        | set  | the user's session ids (for erasure)    | session TTL    |
-| mneme:erasing:{tenant}                | zset | users being erased → erased_at          | none (5)       |
-| mneme:tombstones:{tenant}             | zset | hashed erased user → erased_at          | none (5)       |
-| mneme:feedback:{tenant}               | hash | feedback counters (useful / not useful) | none (2)       |
-| mneme:feedback_pairs:{tenant}:{user}  | list | sealed useful (query, event) pairs      | none (4); newest 1,000 |
-| mneme:metrics:{tenant}                | hash | product counters (aggregates only)      | none (2)       |
-| mneme:apikeys                         | hash | key id → key record (secret hashed)     | none (6)       |
-| mneme:apikey-hashes                   | hash | sha256(secret) → key id                 | none (6)       |
-| mneme:ratelimit:{key_id}:{minute}     | str  | requests by one key in one minute       | 120 s          |
-| mneme:metrics:{tenant}:failed:{session} | str | marks a session counted as failed      | session TTL    |
-| mneme:audit:outbox                    | hash | audit record id → record, until written | none (8)       |
-| mneme:audit:due                       | zset | audit record id → when it is due again  | none (8)       |
-| mneme:dead-letters                    | list | failed tasks as JSON, newest first      | none (7)       |
-| mneme:dead-letters:by-id              | hash | task id → its dead-letter entry         | none (7)       |
+| mneme:review:<tenant>:<review_id>     | hash | a contradiction waiting for a human     | none; 90 days once resolved |
+| mneme:reviews:<tenant>:<user>         | zset | the user's review ids by time           | none (4)       |
+| mneme:devices:<tenant>                | hash | device id → the account it is bound to  | none (4)       |
+| mneme:user:<tenant>:<user>            | hash | consent, child mode                     | none (4)       |
+| mneme:erasing:{<tenant>}              | zset | users being erased → erased_at          | none (5)       |
+| mneme:tombstones:{<tenant>}           | zset | hashed erased user → erased_at          | none (5)       |
+| mneme:feedback:<tenant>               | hash | feedback counters (useful / not useful) | none (2)       |
+| mneme:feedback_pairs:<tenant>:<user>  | list | sealed useful (query, event) pairs      | none (4); newest 1,000 |
+| mneme:tenant:<tenant>                 | hash | users, returning users, audit sequence  | none (2)       |
+| mneme:{apikeys}                       | hash | key id → key record (secret hashed)     | none (6)       |
+| mneme:{apikeys}:hashes                | hash | sha256(secret) → key id                 | none (6)       |
+| mneme:ratelimit:<key_id>:<minute>     | str  | requests by one key in one minute       | 120 s          |
+| mneme:{audit}:outbox                  | hash | audit record id → record, until written | none (8)       |
+| mneme:{audit}:due                     | zset | audit record id → when it is due again  | none (8)       |
+| mneme:{dead-letters}                  | list | failed tasks as JSON, newest first      | none (7)       |
+| mneme:{dead-letters}:by-id            | hash | task id → its dead-letter entry         | none (7)       |
 | mneme:stages:progress                 | hash | queue → when a task of it last finished | none (2)       |
-| mneme:userkeys:{tenant}               | hash | user → wrapped data key (Redis key store) | none (4)     |
+| mneme:userkeys:<tenant>               | hash | user → wrapped data key (Redis key store) | none (4)     |
 
 (1) a member leaves when its job is done or failed; the redrive task drops members whose job expired.
 (2) a handful of counters (one field per failure reason), kept for operators and metrics.
@@ -47,20 +54,28 @@ expects a single Redis (or a primary with replicas), not Redis Cluster.
 (7) kept until an operator replays or drops them (``mneme dead replay|drop``); capped at 100,000
     entries, past which the oldest fall off list and hash together (``memory.state.deadletters``).
 (8) a record leaves once the audit sink has it (``memory.state.outbox``); records hold hashed user ids only.
-(9) the jobs that finished in one quarter of ``job_done_ttl_s`` (the slice), sharded by the start of their id;
-    the bucket expires a whole TTL after its slice ends (``memory.state.jobs``).
+(9) the jobs of a shard that finished in one quarter of ``job_done_ttl_s`` (the slice), split by the third
+    character of their id; the bucket expires a whole TTL after its slice ends (``memory.state.jobs``).
+(10) a member leaves when ``memory.retract`` has removed what long-term memory made of those messages; the
+    redrive task re-sends one older than ``redrive_after_s``.
+
+The Celery broker's keys (kombu's queues, ``unacked``) are not Mneme's: on a cluster the broker is a Redis of
+its own (``MNEME_BROKER_URL``), since kombu speaks to one server.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memory.ids import job_shard, shard
+
 PREFIX = "mneme"
-PENDING = f"{PREFIX}:pending"
-DEAD_LETTERS = f"{PREFIX}:dead-letters"
-AUDIT_OUTBOX = f"{PREFIX}:audit:outbox"
-AUDIT_DUE = f"{PREFIX}:audit:due"
-DEAD_LETTERS_BY_ID = f"{PREFIX}:dead-letters:by-id"
+SHARDS = 256
+SHARD_TAGS = tuple(f"{i:02x}" for i in range(SHARDS))
+DEAD_LETTERS = f"{PREFIX}:{{dead-letters}}"
+DEAD_LETTERS_BY_ID = f"{PREFIX}:{{dead-letters}}:by-id"
+AUDIT_OUTBOX = f"{PREFIX}:{{audit}}:outbox"
+AUDIT_DUE = f"{PREFIX}:{{audit}}:due"
 STAGE_PROGRESS = f"{PREFIX}:stages:progress"
 
 
@@ -77,20 +92,29 @@ class SessionKeys:
 
 
 def session(tenant: str, session_id: str) -> SessionKeys:
-    base = f"{PREFIX}:wm:{{{tenant}:{session_id}}}"
+    base = f"{PREFIX}:wm:{{{shard(tenant, session_id)}}}:{tenant}:{session_id}"
     return SessionKeys(
         meta=f"{base}:meta", msg=f"{base}:msg", full=f"{base}:full", snap=f"{base}:snap", ids=f"{base}:ids"
     )
 
 
 def job(job_id: str) -> str:
-    return f"{PREFIX}:job:{job_id}"
+    return f"{PREFIX}:job:{{{job_shard(job_id)}}}:{job_id}"
 
 
 def done_jobs(time_slice: int, job_id: str) -> str:
-    """The statuses of the finished jobs of one slice of the done TTL whose ids start alike (4,096 buckets
-    a slice for uuids): a few dozen lines per hash, which Redis stores compactly."""
-    return f"{PREFIX}:jobs:done:{time_slice}:{job_id[:3]}"
+    """The statuses of the finished jobs of one slice of the done TTL whose ids start alike (16 buckets a
+    shard and slice, 4,096 in all): a few dozen lines per hash, which Redis stores compactly."""
+    return f"{PREFIX}:jobs:done:{{{job_shard(job_id)}}}:{time_slice}:{job_id[2:3]}"
+
+
+def pending(shard_tag: str) -> str:
+    return f"{PREFIX}:pending:{{{shard_tag}}}"
+
+
+def retracting(shard_tag: str) -> str:
+    """The shard's rollbacks whose retraction (``memory.retract``) has not finished yet."""
+    return f"{PREFIX}:retracting:{{{shard_tag}}}"
 
 
 def llm_tokens(tenant: str, day: str) -> str:
@@ -117,16 +141,17 @@ def user(tenant: str, user_id: str) -> str:
     return f"{PREFIX}:user:{tenant}:{user_id}"
 
 
-def user_sessions(tenant: str, user_id: str) -> str:
-    return f"{PREFIX}:sessions:{tenant}:{user_id}"
+def user_sessions(tenant: str, user_id: str, shard_tag: str) -> str:
+    """The user's sessions in one shard: written in the accept step, read shard by shard."""
+    return f"{PREFIX}:sessions:{{{shard_tag}}}:{tenant}:{user_id}"
 
 
 def erasing(tenant: str) -> str:
-    return f"{PREFIX}:erasing:{tenant}"
+    return f"{PREFIX}:erasing:{{{tenant}}}"  # tagged like tombstones: an erasure writes both in one step
 
 
 def tombstones(tenant: str) -> str:
-    return f"{PREFIX}:tombstones:{tenant}"
+    return f"{PREFIX}:tombstones:{{{tenant}}}"
 
 
 def feedback(tenant: str) -> str:
@@ -142,15 +167,22 @@ def user_keys(tenant: str) -> str:
     return f"{PREFIX}:userkeys:{tenant}"
 
 
-def metrics(tenant: str) -> str:
-    return f"{PREFIX}:metrics:{tenant}"
+def metrics(tenant: str, shard_tag: str) -> str:
+    """The product counters the accept step counts in one shard (messages, sessions), summed over shards."""
+    return f"{PREFIX}:metrics:{{{shard_tag}}}:{tenant}"
 
 
 def failed_session(tenant: str, session_id: str) -> str:
-    return f"{PREFIX}:metrics:{tenant}:failed:{session_id}"
+    return f"{PREFIX}:metrics:{{{shard(tenant, session_id)}}}:{tenant}:failed:{session_id}"
 
-API_KEYS = f"{PREFIX}:apikeys"
-API_KEY_HASHES = f"{PREFIX}:apikey-hashes"
+
+def tenant(tenant_id: str) -> str:
+    """Tenant-wide counters that are not a shard's: users, returning users, the audit sequence."""
+    return f"{PREFIX}:tenant:{tenant_id}"
+
+
+API_KEYS = f"{PREFIX}:{{apikeys}}"
+API_KEY_HASHES = f"{PREFIX}:{{apikeys}}:hashes"
 
 
 def rate_window(key_id: str, minute: int) -> str:
@@ -160,7 +192,7 @@ def rate_window(key_id: str, minute: int) -> str:
 #: The ``memory.userdata`` store that counts, exports and erases each key family holding a user's data.
 ERASED_BY = {
     "session": "sessions", "user_sessions": "sessions", "job": "sessions", "done_jobs": "sessions",
-    "PENDING": "sessions",
+    "pending": "sessions", "retracting": "sessions",
     "failed_session": "sessions", "user": "policy", "review": "reviews", "reviews": "reviews",
     "devices": "devices", "DEAD_LETTERS": "dead_letters", "DEAD_LETTERS_BY_ID": "dead_letters",
     "feedback_pairs": "feedback_pairs", "user_keys": "keys",
@@ -174,7 +206,8 @@ NO_USER_DATA = {
     "erasing": "raw ids of users being erased: the erasure's own work list, left once verified after the SLA",
     "tombstones": "hashed ids of erased users (dropping their queued work)",
     "feedback": "tenant-wide feedback counters",
-    "metrics": "tenant-wide product counters",
+    "metrics": "product counters of a shard (aggregates)",
+    "tenant": "tenant-wide counters (aggregates) and the audit sequence",
     "API_KEYS": "API key records (tenants, not users)",
     "API_KEY_HASHES": "hashes of API key secrets",
     "rate_window": "requests per API key and minute",

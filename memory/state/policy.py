@@ -70,6 +70,15 @@ class Policies:
         self._redis.hset(keys.user(tenant, user_id), mapping={"child": int(child), "child_by": by})
         return self.get(tenant, user_id)
 
+    def session_started(self, tenant: str, user_id: str) -> tuple[int, bool]:
+        """A session of the user started: how many they have started, and whether they are a child now (read
+        in the same step: ``WorkingMemory.append`` brings the new session under child rules if need be)."""
+        pipe = self._redis.pipeline()  # one key: one transaction
+        pipe.hincrby(keys.user(tenant, user_id), "sessions", 1)
+        pipe.hget(keys.user(tenant, user_id), "child")
+        started, child = pipe.execute()
+        return int(started), child == "1"
+
     def child_each(self, users: Sequence[tuple[str, str]]) -> list[bool]:
         """Whether each (tenant, user id) is in child mode, in one round trip."""
         pipe = self._redis.pipeline(transaction=False)
@@ -122,5 +131,6 @@ class Policies:
         self._redis.zremrangebyscore(keys.tombstones(tenant), "-inf", older_than)
 
     def tenants_erasing(self) -> list[str]:
-        prefix = keys.erasing("")
-        return sorted(k[len(prefix):] for k in self._redis.scan_iter(match=prefix + "*", count=500))
+        prefix, suffix = keys.erasing("\0").split("\0")  # what surrounds the tenant in the key
+        return sorted(k[len(prefix):-len(suffix) or None]
+                      for k in self._redis.scan_iter(match=prefix + "*" + suffix, count=500))

@@ -1,9 +1,10 @@
 """Working memory: the last N cleaned messages of a session in Redis, versioned for rollback.
 
-Each change is one Lua step (``lua/sessions.lua``): concurrent writers never lose a message, and a
-rollback restores a whole snapshot at once. Accepting a message also records its pipeline job and
-(from the API) pushes its first task onto the broker in the same step, so nothing accepted can be lost
-between Redis and the queue.
+Each change is one Lua step (``lua/sessions.lua``) on the keys of the session's shard: concurrent writers
+never lose a message, and a rollback restores a whole snapshot at once. Accepting a message also records its
+pipeline job, pending, in the same step; its first task then goes onto the broker (``memory.state.dispatch``),
+and a job whose task never got there is re-sent by the redrive, so nothing accepted is lost between Redis
+and the queue. A rollback records its retraction in its step the same way.
 """
 
 from __future__ import annotations
@@ -23,9 +24,12 @@ from memory.errors import Conflict, NotFound
 from memory.models import Message, Role
 from memory.settings import Settings
 from memory.state import keys
-from memory.state.client import decoded
+from memory.state.client import decoded, scored
+from memory.state.counters import Counters
+from memory.state.dispatch import Dispatch
 from memory.state.jobs import Jobs
 from memory.state.lua import script
+from memory.state.policy import Policies
 from memory.text import clean, sha256, truncate_reply
 
 _LUA = script("jobs.lua", "counters.lua", "sessions.lua")
@@ -52,9 +56,24 @@ class StoredMessage(BaseModel):
 
 
 _RECORDS = TypeAdapter(list[StoredMessage])
-#: In a rollback's retraction task, where the script puts the retracted message ids and their owner.
-_IDS, _IDS_2, _USER = "@@MESSAGE_IDS@@", "@@MESSAGE_IDS_2@@", "@@USER_ID@@"
-RetractTask = Callable[[list[str], str], tuple[str, str]]
+RetractTask = Callable[[list[str], str], tuple[str, str]]  # (message ids, owner) → (broker list, task message)
+
+
+class Retraction(BaseModel):
+    """A rollback's retraction, as the step recorded it (``retracting``), until ``memory.retract`` is done."""
+
+    tenant: str
+    user_id: str
+    session_id: str
+    message_ids: list[str]
+
+    def member(self) -> str:
+        return "\x1f".join([self.tenant, self.user_id, self.session_id, ",".join(self.message_ids)])
+
+    @classmethod
+    def of(cls, member: str) -> Retraction:
+        tenant, user_id, session_id, message_ids = member.split("\x1f")
+        return cls(tenant=tenant, user_id=user_id, session_id=session_id, message_ids=message_ids.split(","))
 
 
 def _pairs(flat: list[str]) -> dict[str, str]:
@@ -90,24 +109,28 @@ class WorkingMemory:
     """``seal_key(tenant, user_id)`` gives the key to encrypt a child's messages with (None: plaintext);
     ``open_key(tenant, user_id)`` the key to read them back (None once the user is erased)."""
 
-    def __init__(self, client: redis.Redis, settings: Settings, jobs: Jobs,
+    def __init__(self, client: redis.Redis, settings: Settings, jobs: Jobs, dispatch: Dispatch,
+                 policies: Policies, counters: Counters,
                  open_key: Callable[[str, str], bytes | None] = lambda tenant, user_id: None) -> None:
         self._redis = client
         self._settings = settings
         self._jobs = jobs  # a session's messages' jobs, erased with it
+        self._dispatch = dispatch  # the tasks a step decides, onto the broker after it
+        self._policies = policies  # whether a user is a child, read when their session starts
+        self._counters = counters
         self._script = client.register_script(_LUA)
         self._open_key = open_key
 
     def _run(self, tenant: str, session_id: str, *args: EncodableT, job_id: str = "", user_id: str = "",
-             queue: str = "", job_keys: Sequence[str] = ()) -> list[Any]:
-        """One step of ``sessions.lua`` (``args[0]`` is the op); its reply, a list."""
+             job_keys: Sequence[str] = ()) -> list[Any]:
+        """One step of ``sessions.lua`` (``args[0]`` is the op) on the session's shard; its reply, a list."""
+        tag = ids.shard(tenant, session_id)
         k = keys.session(tenant, session_id)
-        job_key = keys.job(job_id) if job_id else keys.job("-")
-        sessions = keys.user_sessions(tenant, user_id) if user_id else keys.user_sessions(tenant, "-")
-        policy = keys.user(tenant, user_id) if user_id else keys.user(tenant, "-")
+        job_key = keys.job(job_id or tag)  # a job id starts with its shard: a key of the shard either way
+        shard_keys = [job_key, keys.pending(tag), keys.user_sessions(tenant, user_id or "-", tag),
+                      keys.metrics(tenant, tag), keys.retracting(tag)]
         with telemetry.observe_working(str(args[0])):  # args[0] is the op: append, read, rollback, get
-            reply: list[Any] = self._script(keys=[*k.all(), job_key, keys.PENDING, sessions, keys.metrics(tenant),
-                                                  policy, queue or keys.job("-"), *job_keys], args=args)
+            reply: list[Any] = self._script(keys=[*k.all(), *shard_keys, *job_keys], args=args)
         return reply
 
     def append(
@@ -128,12 +151,14 @@ class WorkingMemory:
     ) -> Accepted:
         """Append a message.
 
-        ``child_seal_key``: the user's child-mode flag is checked in the same Redis step, and only for a
-        child is the key fetched (this callable) and the text sealed — stored encrypted at rest in the
-        window, the full-text store and the queued job alike; one round trip for everyone else.
+        ``child_seal_key``: whether the user is a child is checked in the same Redis step (the session keeps
+        the user's flag; the first message of a session reads the user's policy first), and only for a child
+        is the key fetched (this callable) and the text sealed — stored encrypted at rest in the window, the
+        full-text store and the queued job alike; one round trip for everyone else's messages.
         ``read_back``: the window at the new head comes back too (``Accepted.window``), still in one step.
-        ``task``: given the accepted message, a (list key, payload) to LPUSH in the same step — the API
-        queues the message's extraction this way, so acceptance and queueing are atomic."""
+        ``task``: given the accepted message, a (list key, payload) pushed onto the broker once the step
+        accepted it — the API queues the message's extraction this way (a task lost in between is re-sent by
+        the redrive: the job is pending)."""
         s = self._settings
         now = round(time.time(), 3)
         ts = round(min(client_ts, now + s.max_clock_skew_s), 3)
@@ -144,6 +169,7 @@ class WorkingMemory:
         digest = sha256(text)[:DIGEST_CHARS]
         seal_key: bytes | None = None
         check_child = child_seal_key is not None
+        child = ""  # the user's flag as their policy says, read only when a session starts
         context = f"{session_id}\x1f{message_id}"
         while True:
             protect = (lambda t, k=seal_key: seal_text(k, t, context)) if seal_key else (lambda t: t)
@@ -157,17 +183,19 @@ class WorkingMemory:
                     f'"c":{json.dumps(protect(shown), ensure_ascii=False)}'
                     + (f',"d":{json.dumps(device_id, ensure_ascii=False)}' if device_id is not None else "")
                     + (',"x":true}' if truncated else "}"))
-            queue, queued = task(message) if task else ("", "")
             fields = {  # named, as sessions.lua's 'append' reads them
                 "user": user_id, "message_id": message_id, "digest": digest, "ts": repr(ts), "tail": tail,
                 "full_text": stored_text if truncated else "", "window": s.window_size, "kept": s.versions_kept,
-                "ttl": s.session_ttl_s, "session_id": session_id, "check_child": check_child, "read_back": read_back,
-                "job_id": job_id, "who": json.dumps([tenant, user_id, session_id, message_id], ensure_ascii=False),
+                "ttl": s.session_ttl_s, "session_id": session_id, "child": child, "check_child": check_child,
+                "read_back": read_back, "job_id": job_id,
+                "who": json.dumps([tenant, user_id, session_id, message_id], ensure_ascii=False),
                 "payload": message.model_dump_json(exclude_defaults=True), "job_ttl": s.job_ttl_s, "now": repr(now),
-                "task": queued,
             }
             reply = self._run(tenant, session_id, "append", json.dumps(fields, ensure_ascii=False),
-                              job_id=job_id, user_id=user_id, queue=queue)
+                              job_id=job_id, user_id=user_id)
+            if reply[0] == "policy":  # the session starts: the step needs the user's flag
+                child = "1" if self._policies.get(tenant, user_id).child else "0"
+                continue
             if reply[0] != "child":
                 break
             if child_seal_key is None:  # cannot happen: the script says 'child' only when asked to check
@@ -186,12 +214,27 @@ class WorkingMemory:
                     "send a new message_id"
                 )
             return Accepted(message=message, version=int(reply[1]), in_window=True, duplicate=True)
+        if task is not None:
+            self._dispatch.push([task(message)])
+        if int(reply[3]):
+            self._session_started(tenant, user_id, session_id, child == "0" and seal_key is None, child_seal_key)
         message.version = int(reply[1])
         accepted = Accepted(message=message, version=message.version, in_window=bool(reply[2]), duplicate=False)
         if read_back:
             accepted.window = SessionView(session_id=session_id, head=message.version, version=message.version,
-                                          messages=self._opened(tenant, reply[4], self._parse(session_id, reply[3])))
+                                          messages=self._opened(tenant, reply[5], self._parse(session_id, reply[4])))
         return accepted
+
+    def _session_started(self, tenant: str, user_id: str, session_id: str, as_adult: bool,
+                         child_seal_key: Callable[[], bytes | None] | None) -> None:
+        """A message started a session of the user: they count as a user (or a returning one), and if they
+        became a child since their policy was read for it, the session comes under child rules now — child
+        mode, which flags and seals the user's sessions, may have read their sessions before this one was."""
+        sessions, child = self._policies.session_started(tenant, user_id)
+        self._counters.count_user(tenant, sessions)
+        if as_adult and child and child_seal_key is not None and (key := child_seal_key()) is not None:
+            self._run(tenant, session_id, "child", user_id, "1")
+            self._seal_session(tenant, user_id, session_id, key)
 
     @staticmethod
     def _parse(session_id: str, raw: list[str]) -> list[StoredMessage]:
@@ -218,25 +261,36 @@ class WorkingMemory:
                  task: RetractTask | None = None) -> RolledBack:
         """Restore the snapshot of ``to_version`` as a new version, or (None) undo: a new version without
         the most recently appended message still in the window. Each message taken out is marked
-        retracted in the same step, and ``task(message_ids, user_id)`` — a (list key, payload) to LPUSH —
-        queued with them, so a rollback and its retraction cannot come apart. Nothing left to undo is a
-        409."""
+        retracted in the same step, which also records the retraction; ``task(message_ids, user_id)`` — a
+        (list key, payload) — then goes onto the broker to remove what long-term memory made of them, and
+        the redrive re-sends a retraction still recorded after ``redrive_after_s``, so a rollback and its
+        retraction cannot come apart. Nothing left to undo is a 409."""
         target = "undo" if to_version is None else to_version
         s = self._settings
-        queue, template, separator = "", "", ""
-        if task is not None:  # the task as it would be for two ids: what lies between them joins any number
-            queue, template = task([_IDS, _IDS_2], _USER)
-            start, end = template.index(_IDS) + len(_IDS), template.index(_IDS_2)
-            separator, template = template[start:end], template[:start] + template[end + len(_IDS_2):]
-        reply = self._run(tenant, session_id, "rollback", target, s.versions_kept, s.session_ttl_s, template,
-                          separator, queue=queue)
+        reply = self._run(tenant, session_id, "rollback", target, s.versions_kept, s.session_ttl_s, tenant, session_id)
         if reply[0] == "empty":
             raise Conflict(f"nothing to undo: the window of session {session_id!r} is empty (version {reply[1]})")
         self._raise_for(reply, session_id, to_version)
+        if task is not None and reply[5]:
+            retraction = Retraction.of(reply[5])
+            self._dispatch.push([task(retraction.message_ids, retraction.user_id)])
         return RolledBack(
             session_id=session_id, version=int(reply[1]), restored=None if int(reply[2]) < 0 else int(reply[2]),
             removed=self._opened(tenant, reply[4], self._parse(session_id, reply[3])),
         )
+
+    def retraction_done(self, retraction: Retraction) -> None:
+        """``memory.retract`` removed what long-term memory made of these messages."""
+        self._redis.zrem(keys.retracting(ids.shard(retraction.tenant, retraction.session_id)), retraction.member())
+
+    def unfinished_retractions(self, older_than_s: float, limit: int) -> list[Retraction]:
+        """Retractions recorded more than ``older_than_s`` ago and not done, oldest first (the redrive's)."""
+        pipe = self._redis.pipeline(transaction=False)
+        for tag in keys.SHARD_TAGS:
+            pipe.zrangebyscore(keys.retracting(tag), "-inf", time.time() - older_than_s, start=0, num=limit,
+                               withscores=True)
+        found = sorted((at, member) for reply in pipe.execute() for member, at in scored(reply))
+        return [Retraction.of(member) for _, member in found[:limit]]
 
     def retracted(self, tenant: str, session_id: str, message_id: str) -> bool:
         """Whether a rollback took this message back: its queued work is dropped (``memory.pipeline``)."""
@@ -253,19 +307,26 @@ class WorkingMemory:
     def seal_held(self, tenant: str, user_id: str, key: bytes) -> dict[str, int]:
         """Child mode for what the user's sessions already hold: every plaintext message record (of every
         kept snapshot), full text of a cut reply and queued job payload is sealed under ``key`` as ``append``
-        seals a child's, and still reads back through ``read`` and ``get``. Call it once the child flag is
-        set: from then on ``append`` seals by itself, so each session needs one read step ('held') and one
-        compare-and-set step ('seal'), and nothing appended or rolled back in between is lost or brought
-        back. Returns how many sessions, records, full texts and job payloads were sealed."""
-        sessions = sorted(decoded(self._redis.smembers(keys.user_sessions(tenant, user_id))))
+        seals a child's, and still reads back through ``read`` and ``get``. Call it once the user's policy says
+        child: each session is flagged first ('child'), so from then on ``append`` seals by itself, then needs
+        one read step ('held') and one compare-and-set step ('seal'), and nothing appended or rolled back in
+        between is lost or brought back. Returns how many sessions, records, full texts and job payloads were
+        sealed."""
         report = {"sessions": 0, "messages": 0, "full_texts": 0, "jobs": 0}
-        for session_id in sessions:
+        for session_id in self.mark_child(tenant, user_id, True):
             sealed = self._seal_session(tenant, user_id, session_id, key)
             if sealed is not None:
                 report["sessions"] += 1
                 for name, n in zip(("messages", "full_texts", "jobs"), sealed, strict=True):
                     report[name] += n
         return report
+
+    def mark_child(self, tenant: str, user_id: str, child: bool) -> list[str]:
+        """The user's flag on each of their sessions (which the accept step checks): set after their policy
+        changed, so a session started meanwhile, flagged from the old policy, is flagged again here. Returns
+        the sessions flagged."""
+        return [session_id for session_id in self.owned_sessions(tenant, user_id)
+                if self._run(tenant, session_id, "child", user_id, "1" if child else "0")[0] == "ok"]
 
     def _seal_session(self, tenant: str, user_id: str, session_id: str, key: bytes) -> tuple[int, int, int] | None:
         reply = self._run(tenant, session_id, "held")
@@ -334,8 +395,16 @@ class WorkingMemory:
     name = "sessions"
 
     def owned_sessions(self, tenant: str, user_id: str) -> list[str]:
-        return sorted(s for s in decoded(self._redis.smembers(keys.user_sessions(tenant, user_id)))
-                      if decoded(self._redis.hget(keys.session(tenant, s).meta, "user")) in (None, user_id))
+        """The user's sessions, read from every shard's index (one round trip), that no other user owns."""
+        pipe = self._redis.pipeline(transaction=False)
+        for tag in keys.SHARD_TAGS:
+            pipe.smembers(keys.user_sessions(tenant, user_id, tag))
+        listed = sorted({s for found in pipe.execute() for s in decoded(found)})
+        pipe = self._redis.pipeline(transaction=False)
+        for session_id in listed:
+            pipe.hget(keys.session(tenant, session_id).meta, "user")
+        owners = pipe.execute() if listed else []
+        return [s for s, owner in zip(listed, owners, strict=True) if owner in (None, user_id)]
 
     def count(self, tenant: str, user_id: str) -> int:
         return sum(self._redis.exists(keys.session(tenant, s).meta) for s in self.owned_sessions(tenant, user_id))
@@ -349,7 +418,17 @@ class WorkingMemory:
             self._jobs.erase(job_ids)
             self._redis.delete(*k.all(), keys.failed_session(tenant, session_id))
             messages += len(job_ids)
-        self._redis.delete(keys.user_sessions(tenant, user_id))
+        pipe = self._redis.pipeline(transaction=False)
+        for tag in keys.SHARD_TAGS:
+            pipe.delete(keys.user_sessions(tenant, user_id, tag))
+            pipe.zrange(keys.retracting(tag), 0, -1)
+        replies = pipe.execute()
+        pipe = self._redis.pipeline(transaction=False)
+        for tag, members in zip(keys.SHARD_TAGS, replies[1::2], strict=True):
+            for member in decoded(members):
+                if (r := Retraction.of(member)).tenant == tenant and r.user_id == user_id:
+                    pipe.zrem(keys.retracting(tag), member)  # its ids go with the user
+        pipe.execute()
         return {self.name: len(sessions), "messages": messages, "jobs": messages}
 
     def export(self, tenant: str, user_id: str) -> list[dict[str, Any]]:

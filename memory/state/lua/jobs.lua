@@ -1,4 +1,4 @@
--- The job record (mneme:job:{id}), written here only: by the accept step (sessions.lua), by the stages
+-- The job record (mneme:job:{<shard>}:<id>), written here only: by the accept step (sessions.lua), by the stages
 -- (memory/state/jobs.py) and by child mode's sealing (sessions.lua 'seal'). A job holds its message
 -- ('payload') and, once extracted, its stages' input ('work') until it is finished. Then its record goes and
 -- only its status stays, as one line in a bucket of finished jobs (`done`: a hash of job id → status shared
@@ -60,10 +60,10 @@ local function job_accept(job, pending, f)
   redis.call('ZADD', pending, f.now, f.job_id)
 end
 
--- Extraction's result, once (a redelivered extraction keeps the first), and in the same step the branches'
--- task messages pushed (`sends`: queue, message, queue, message…; again on a redelivery or a redrive, which
+-- Extraction's result, once (a redelivered extraction keeps the first). Returns 1 while the job is declared
+-- and not ended: its caller then pushes the branches' tasks (again on a redelivery or a redrive, which
 -- re-sends what the broker may have lost: the stages are idempotent). A job with no branch left is done.
-local function job_extracted(job, pending, done, branches, events, now, job_id, done_until, work, sends)
+local function job_extracted(job, pending, done, branches, events, now, job_id, done_until, work)
   if redis.call('EXISTS', job) == 0 then return 0 end
   local ended = redis.call('HGET', job, 'state')
   if ended == 'dropped' or ended == 'retracted' or ended == 'done' then return 0 end  -- ended meanwhile
@@ -71,7 +71,6 @@ local function job_extracted(job, pending, done, branches, events, now, job_id, 
   if redis.call('HSETNX', job, 'branches', branches) == 1 then
     redis.call('HSET', job, 'events', events, 'state', 'extracted', 'updated_at', now, 'work', work)
   end
-  for i = 1, #sends, 2 do redis.call('LPUSH', sends[i], sends[i + 1]) end
   if tonumber(redis.call('HGET', job, 'branches')) <= 0 then
     redis.call('HSET', job, 'state', 'done', 'finished_at', now)
     job_retire(job, done, done_until, job_id)

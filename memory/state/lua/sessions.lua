@@ -1,9 +1,14 @@
 -- Working memory: every change to a session is one atomic step of this script. It runs after jobs.lua
 -- and counters.lua (``memory.lua.script``), whose functions it calls: the accept step ('append') is one
 -- step made of named parts — admit (owner, duplicate, retracted), intake (the window), count_message
--- (counters.lua), job_accept (jobs.lua) and the push of the job's first task.
--- KEYS: meta, msg, full, snap, ids, job, pending, user_sessions, metrics, policy, queue[, job keys ('seal')]
--- ARGV[1] = op: 'append' | 'rollback' | 'read' | 'get' | 'held' | 'seal'
+-- (counters.lua) and job_accept (jobs.lua). Every key is in the session's shard (one hash tag: one slot of a
+-- cluster); the caller pushes the tasks a step decides onto the broker after it (``memory.state.dispatch``).
+-- KEYS: meta, msg, full, snap, ids, job, pending, user_sessions, metrics, retracting[, job keys ('seal')]
+-- ARGV[1] = op: 'append' | 'rollback' | 'read' | 'get' | 'held' | 'seal' | 'child'
+--
+-- Whether the session's user is a child is kept in meta ('child': '1' or '0'), so the accept step need not
+-- read the user's policy (another slot): set from the policy its caller read when the session starts, and
+-- by child mode ('child', then 'seal') on every session of the user when it changes.
 --
 -- A snapshot is the list of message seqs ordered by client timestamp, comma-joined, with a run of
 -- consecutive seqs written as 'first-last' ("1-50,52").
@@ -19,7 +24,7 @@
 -- message back (retracted): its long-term effects are removed, and the id is not accepted again.
 
 local meta, msg, full, snap, ids, job, pending = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local user_sessions, metrics, policy, queue = KEYS[8], KEYS[9], KEYS[10], KEYS[11]
+local user_sessions, metrics, retracting = KEYS[8], KEYS[9], KEYS[10]
 local op = ARGV[1]
 
 -- A snapshot is handled as spans: {first, last} runs of consecutive seqs, in snapshot order.
@@ -220,7 +225,7 @@ local function intake(f)
     if f.full_text ~= '' then redis.call('HSET', full, seq, f.full_text) end
     version, mono = commit(spans, f.kept, head, previous, mono)
   end
-  redis.call('HSET', meta, 'user', f.user, 'seq', seq, 'head', version, 'mono', mono and 1 or 0)
+  redis.call('HSET', meta, 'user', f.user, 'seq', seq, 'head', version, 'mono', mono and 1 or 0, 'child', f.child)
   redis.call('HSET', ids, f.message_id, seq .. '|' .. f.digest)
   expire_all(f.ttl)
   return version, in_window, spans, head
@@ -229,31 +234,48 @@ end
 if op == 'append' then
   -- ARGV: op, one JSON object of named fields: user, message_id, digest (of the content), ts (client
   -- timestamp, as text), tail (the record after its timestamp, seq and version), full_text ('' unless the
-  -- reply was cut), window, kept, ttl (session), session_id, check_child, read_back, and for the job:
-  -- job_id, who, payload, job_ttl, now; task (the job's first task message, '' for none).
+  -- reply was cut), window, kept, ttl (session), session_id, child ('1' or '0' as the caller's read of the
+  -- user's policy, '' unread), check_child (the text is plaintext), read_back, and for the job: job_id, who,
+  -- payload, job_ttl, now. Replies 'ok', version, in window, whether the session is new to the user[, window
+  -- records, owner].
   local f = cjson.decode(ARGV[2])
+  local child = redis.call('HGET', meta, 'child')
+  if not child then  -- a session starting (or kept from before the flag): its user's flag comes from the caller
+    if f.child == '' then return {'policy'} end
+    child = f.child
+  end
   -- a child's text must arrive sealed: say so, and the caller seals it and asks again
-  if f.check_child and redis.call('HGET', policy, 'child') == '1' then return {'child'} end
+  if f.check_child and child == '1' then return {'child'} end
   local refused = admit(f)
   if refused then return refused end
+  f.child = child
   local version, in_window, spans, head = intake(f)
-  count_message(metrics, user_sessions, f.session_id, f.ttl)
+  local new = count_message(metrics, user_sessions, f.session_id, f.ttl)
   job_accept(job, pending, f)
-  if f.task ~= '' then redis.call('LPUSH', queue, f.task) end  -- the job's first task, on the broker
   if f.read_back then  -- the window at the new head comes back in the same step
     if in_window == 0 then spans = snapshot(head) or {} end
-    return {'ok', version, in_window, records(spans), f.user}
+    return {'ok', version, in_window, new, records(spans), f.user}
   end
-  return {'ok', version, in_window}
+  return {'ok', version, in_window, new}
+end
+
+if op == 'child' then
+  -- ARGV: op, user, '1' or '0'. The user's flag on a session of theirs that exists ('nosession' otherwise).
+  local owner = redis.call('HGET', meta, 'user')
+  if not owner then return {'nosession'} end
+  if owner ~= ARGV[2] then return {'owner'} end
+  redis.call('HSET', meta, 'child', ARGV[3])
+  return {'ok'}
 end
 
 if op == 'rollback' then
-  -- ARGV: op, target ('undo' | version), kept, ttl, retract_task, separator
+  -- ARGV: op, target ('undo' | version), kept, ttl, tenant, session_id
   -- 'undo' takes the most recently appended message still in the window (the highest seq) out of the
   -- head's snapshot; a version restores that kept snapshot. Either way, each message the new version no
-  -- longer holds is marked retracted in `ids` ("seq|hash|r") and, in this same step, `retract_task` (a
-  -- task message naming them in place of @@MESSAGE_IDS@@, joined by `separator`, and the owner in place
-  -- of @@USER_ID@@) goes onto `queue` to remove what long-term memory made of them.
+  -- longer holds is marked retracted in `ids` ("seq|hash|r") and, in this same step, the retraction is
+  -- recorded in the shard's `retracting` set ("tenant\x1fuser\x1fsession\x1fid,id…" → when), until
+  -- memory.retract, which the caller queues, has removed what long-term memory made of them (the redrive
+  -- re-sends one left there). Replies 'ok', version, target, the records taken out, owner, retraction.
   local head = tonumber(redis.call('HGET', meta, 'head'))
   if not head then return {'nosession'} end
   local previous = snapshot(head) or {}
@@ -288,15 +310,12 @@ if op == 'rollback' then
   end
   expire_all(tonumber(ARGV[4]))
   local user = redis.call('HGET', meta, 'user') or ''
-  if #retracted > 0 and ARGV[5] ~= '' then  -- ids match the id pattern: nothing in them needs escaping
-    local task = ARGV[5]
-    local at = string.find(task, '@@MESSAGE_IDS@@', 1, true)
-    task = string.sub(task, 1, at - 1) .. table.concat(retracted, ARGV[6]) .. string.sub(task, at + 15)
-    at = string.find(task, '@@USER_ID@@', 1, true)
-    task = string.sub(task, 1, at - 1) .. user .. string.sub(task, at + 11)
-    redis.call('LPUSH', queue, task)
+  local retraction = ''
+  if #retracted > 0 then  -- ids match the id pattern: none holds a ',' or a \x1f
+    retraction = table.concat({ARGV[5], user, ARGV[6], table.concat(retracted, ',')}, '\031')
+    redis.call('ZADD', retracting, redis.call('TIME')[1], retraction)
   end
-  return {'ok', version, target, gone, user}
+  return {'ok', version, target, gone, user, retraction}
 end
 
 if op == 'read' then
@@ -329,7 +348,7 @@ end
 
 if op == 'seal' then
   -- ARGV: op, user, n, n x (seq, record, sealed record), m, m x (seq, full text, sealed full text), then for each
-  -- job key after the first 11 KEYS: (payload, sealed payload). A value is replaced only while it is still the
+  -- job key after the first 10 KEYS: (payload, sealed payload). A value is replaced only while it is still the
   -- one 'held' read: records are never rewritten, only deleted once no kept snapshot needs them (and then stay
   -- gone), and what was appended since is not touched, so nothing appended or rolled back meanwhile is lost.
   if redis.call('HGET', meta, 'user') ~= ARGV[2] then return {'owner'} end
@@ -345,7 +364,7 @@ if op == 'seal' then
       i = i + 3
     end
   end
-  for k = 12, #KEYS do
+  for k = 11, #KEYS do
     sealed[3] = sealed[3] + job_reseal(KEYS[k], ARGV[i], ARGV[i + 1])
     i = i + 2
   end
