@@ -85,9 +85,11 @@ def masters_holding(cluster: LocalCluster, tags: list[str]) -> set[int]:
 
 def test_the_pipeline_runs_on_every_master(client, cluster, rt):
     run = uuid.uuid4().hex[:6]
-    users = [f"cl{run}-{i}" for i in range(12)]
-    sessions = {u: f"{u}-s" for u in users}
-    assert len(masters_holding(cluster, [ids.shard(TENANT, s) for s in sessions.values()])) == 3  # spread
+    sessions: dict[str, str] = {}
+    while len(sessions) < 12 or len(masters_holding(cluster, [ids.shard(TENANT, s) for s in sessions.values()])) < 3:
+        user = f"cl{run}-{len(sessions)}"  # users until every master holds some of their sessions
+        sessions[user] = f"{user}-s"
+    users = list(sessions)
     job_ids = [remember(client, u, sessions[u], i) for i, u in enumerate(users)]
     jobs = client.wait(job_ids, timeout=90)
     assert {j.state for j in jobs} == {"done"}, [(j.state, j.error) for j in jobs]
