@@ -166,13 +166,7 @@ def extract(requests: list[SimpleRequest]) -> int:
     stage; the others are declared, with their branches, in one round trip. Failures as in ``embed``:
     request by request, so a poison message fails its own job only."""
     mneme = get_mneme()
-    named: list[tuple[SimpleRequest, str]] = []
-    for request in requests:
-        job_id = request.kwargs.get("job_id")
-        if isinstance(job_id, str):
-            named.append((request, job_id))
-        else:
-            _dead_letter(request, InvalidInput("an extract request names no job_id"), None)
+    named = _named(requests, "extract")
     try:
         inputs = pipeline.extract_inputs(mneme, mneme.state.jobs.inputs([job_id for _, job_id in named]))
     except TransientError as exc:
@@ -219,14 +213,14 @@ def embed(requests: list[SimpleRequest]) -> int:
     # a transient error re-sends each request with backoff; anything else is isolated request by
     # request so one poison message fails its own job only.
     mneme = get_mneme()
-    job_ids = [request.kwargs.get("job_id") for request in requests]
-    built = pipeline.embed_items(mneme, mneme.state.jobs.inputs([j for j in job_ids if isinstance(j, str)]))
+    named = _named(requests, "embed")
+    try:
+        built = pipeline.embed_items(mneme, mneme.state.jobs.inputs([job_id for _, job_id in named]))
+    except TransientError as exc:
+        _retry_each(embed, named, "embed", exc)
+        return 0
     items = []
-    for request, job_id in zip(requests, job_ids, strict=True):
-        if not isinstance(job_id, str):
-            _dead_letter(request, InvalidInput("an embed request names no job_id"), None)
-            continue
-        item = built.pop(0)
+    for (request, job_id), item in zip(named, built, strict=True):
         if isinstance(item, InvalidInput):  # a malformed job fails alone
             _dead_letter(request, item, job_id)
             mneme.state.jobs.fail(job_id, "embed", item.message)
@@ -246,8 +240,8 @@ def embed(requests: list[SimpleRequest]) -> int:
 
 
 def send_audit(records: list[dict[str, Any]]) -> None:
-    """Through the audit trail's outbox, with their ``memory.audit`` task pushed in the same transaction (the
-    redrive task re-sends them if the broker loses it)."""
+    """Through the audit trail's outbox, with their ``memory.audit`` task pushed once they are held (the
+    redrive task re-sends them if the task never reaches a worker)."""
     def task(held: list[dict[str, Any]]) -> tuple[str, str]:
         queue = audit.app.conf.task_routes["memory.audit"]["queue"]
         return task_message("memory.audit", str(uuid.uuid4()), {"records": held}, queue, request_id.get())
@@ -261,6 +255,18 @@ def _dead_letter(request: SimpleRequest, exc: Exception, job_id: str | None, ret
                                   queue=(request.delivery_info or {}).get("routing_key"),
                                   kwargs={"job_id": job_id} if job_id else {}, error=exc, retries=retries,
                                   job_id=job_id, owner=mneme.state.jobs.owner(job_id) if job_id else None)
+
+
+def _named(requests: Sequence[SimpleRequest], stage: str) -> list[tuple[SimpleRequest, str]]:
+    """The requests of a batch with the job each names; one that names none is a dead letter."""
+    named = []
+    for request in requests:
+        job_id = request.kwargs.get("job_id")
+        if isinstance(job_id, str):
+            named.append((request, job_id))
+        else:
+            _dead_letter(request, InvalidInput(f"a {stage} request names no job_id"), None)
+    return named
 
 
 @contextmanager
@@ -312,22 +318,26 @@ def upsert_graph(requests: list[SimpleRequest]) -> int:
     one audit task for the batch; a job is done once its records are queued. Failures as in ``embed``: a
     request at a time, so a poison message fails its own job only."""
     mneme = get_mneme()
-    job_ids = [request.kwargs.get("job_id") for request in requests]
-    inputs = iter(mneme.state.jobs.inputs([j for j in job_ids if isinstance(j, str)]))
+    named = _named(requests, "graph")
+    try:
+        inputs = mneme.state.jobs.inputs([job_id for _, job_id in named])
+    except TransientError as exc:
+        _retry_each(upsert_graph, named, "graph", exc)
+        return 0
     records: list[dict[str, Any]] = []
-    done: list[str] = []
-    for request, job_id in zip(requests, job_ids, strict=True):
-        if not isinstance(job_id, str):
-            _dead_letter(request, InvalidInput("a graph request names no job_id"), None)
-            continue
-        found = next(inputs)
+    done: list[tuple[SimpleRequest, str]] = []
+    for (request, job_id), found in zip(named, inputs, strict=True):
         if found is None:  # done, ended on purpose, erased or expired: nothing left to write
             continue
         with _alone(upsert_graph, request, job_id, "graph"):
             records += pipeline.graph_stage(mneme, job_id, *pipeline.graph_input(found))
-            done.append(job_id)
-    send_audit(records)
-    pipeline.graph_done(mneme, done)
+            done.append((request, job_id))
+    try:
+        send_audit(records)
+        pipeline.graph_done(mneme, [job_id for _, job_id in done])
+    except TransientError as exc:  # written, not yet recorded: again (each piece of evidence merges once)
+        _retry_each(upsert_graph, done, "graph", exc)
+        return 0
     return len(done)
 
 

@@ -72,18 +72,23 @@ class StateCluster(RedisCluster):
         self._load_scripts([registered])
         return registered
 
-    def _load_scripts(self, scripts: list[Script]) -> None:
+    def _load_scripts(self, scripts: list[Script], refresh: bool = False) -> None:
+        """Load ``scripts`` on every primary; with ``refresh``, after reading the topology again first (a
+        node said it lacks one: a failover promoted a replica, which the cached topology may not know yet)."""
         with translated():
-            for registered in scripts:
-                super().execute_command(  # type: ignore[no-untyped-call]  # unannotated upstream
-                    "SCRIPT LOAD", registered.script, target_nodes=RedisCluster.PRIMARIES)
+            if refresh:
+                self.nodes_manager.initialize()
+            for node in self.get_primaries():  # type: ignore[no-untyped-call]  # unannotated upstream
+                connection = self.get_redis_connection(node)
+                for registered in scripts:
+                    connection.script_load(registered.script)
 
     def execute_command(self, *args: Any, **options: Any) -> Any:
         with translated():
             try:
                 return super().execute_command(*args, **options)  # type: ignore[no-untyped-call]  # unannotated
             except NoScriptError:
-                self._load_scripts(self._scripts)
+                self._load_scripts(self._scripts, refresh=True)
                 return super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
 
     def pipeline(self, transaction: Any = None, shard_hint: Any = None) -> _ClusterPipeline:
@@ -111,7 +116,7 @@ class _ClusterPipeline(ClusterPipeline):
             try:
                 return super().execute(raise_on_error)
             except NoScriptError as exc:
-                self._owner._load_scripts(self._owner._scripts)
+                self._owner._load_scripts(self._owner._scripts, refresh=True)
                 raise TransientError("a Redis node had lost Mneme's scripts (a failover); they are loaded again: "
                                      "retry") from exc
 
