@@ -7,9 +7,9 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from celery import shared_task
 from celery.signals import worker_process_init
@@ -22,13 +22,14 @@ from memory.errors import InvalidInput, TransientError, described
 from memory.logs import request_id
 from memory.mneme import Mneme, get_mneme
 from memory.models import Extraction, Message
-from memory.state.jobs import Declaration
+from memory.state.jobs import Declaration, JobInput
 from memory.state.working import Retraction
 from tasks.base import MnemeTask
 from tasks.envelope import task_message
 from tasks.signals import REQUEST_ID_HEADER
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 
 class LLMTask(MnemeTask):
@@ -167,10 +168,7 @@ def extract(requests: list[SimpleRequest]) -> int:
     request by request, so a poison message fails its own job only."""
     mneme = get_mneme()
     named = _named(requests, "extract")
-    try:
-        inputs = pipeline.extract_inputs(mneme, mneme.state.jobs.inputs([job_id for _, job_id in named]))
-    except TransientError as exc:
-        _retry_each(extract, named, "extract", exc)
+    if (inputs := _inputs(extract, named, "extract", lambda found: pipeline.extract_inputs(mneme, found))) is None:
         return 0
     declared: list[tuple[SimpleRequest, Declaration]] = []
     for (request, job_id), found in zip(named, inputs, strict=True):
@@ -214,10 +212,7 @@ def embed(requests: list[SimpleRequest]) -> int:
     # request so one poison message fails its own job only.
     mneme = get_mneme()
     named = _named(requests, "embed")
-    try:
-        built = pipeline.embed_items(mneme, mneme.state.jobs.inputs([job_id for _, job_id in named]))
-    except TransientError as exc:
-        _retry_each(embed, named, "embed", exc)
+    if (built := _inputs(embed, named, "embed", lambda found: pipeline.embed_items(mneme, found))) is None:
         return 0
     items = []
     for (request, job_id), item in zip(named, built, strict=True):
@@ -267,6 +262,16 @@ def _named(requests: Sequence[SimpleRequest], stage: str) -> list[tuple[SimpleRe
         else:
             _dead_letter(request, InvalidInput(f"a {stage} request names no job_id"), None)
     return named
+
+
+def _inputs(task: Any, named: Sequence[tuple[SimpleRequest, str]], stage: str,
+            decode: Callable[[list[JobInput | None]], list[_T]]) -> list[_T] | None:
+    """The batch's jobs' inputs, decoded, in one round trip; None when Redis failed, each request retried."""
+    try:
+        return decode(get_mneme().state.jobs.inputs([job_id for _, job_id in named]))
+    except TransientError as exc:
+        _retry_each(task, named, stage, exc)
+        return None
 
 
 @contextmanager
@@ -319,10 +324,7 @@ def upsert_graph(requests: list[SimpleRequest]) -> int:
     request at a time, so a poison message fails its own job only."""
     mneme = get_mneme()
     named = _named(requests, "graph")
-    try:
-        inputs = mneme.state.jobs.inputs([job_id for _, job_id in named])
-    except TransientError as exc:
-        _retry_each(upsert_graph, named, "graph", exc)
+    if (inputs := _inputs(upsert_graph, named, "graph", list)) is None:
         return 0
     records: list[dict[str, Any]] = []
     done: list[tuple[SimpleRequest, str]] = []
