@@ -260,7 +260,8 @@ def _named(requests: Sequence[SimpleRequest], stage: str) -> list[tuple[SimpleRe
         if isinstance(job_id, str):
             named.append((request, job_id))
         else:
-            _dead_letter(request, InvalidInput(f"a {stage} request names no job_id"), None)
+            article = "an" if stage[0] in "aeiou" else "a"
+            _dead_letter(request, InvalidInput(f"{article} {stage} request names no job_id"), None)
     return named
 
 
