@@ -177,8 +177,8 @@ def bench_working(url: str, redis_pid: int, n: int, sessions: int, clients: int,
     for name in ("mneme", "mneme_two_calls"):
         out[f"{name}_ratio_p50"] = out[f"{name}_p50_ms"] / out["raw_p50_ms"]
         out[f"{name}_ratio_p99"] = out[f"{name}_p99_ms"] / out["raw_p99_ms"]
-    out["mneme_throughput"] = _throughput(url, redis_pid, "mneme", clients, seconds)
-    out["raw_throughput"] = _throughput(url, redis_pid, "raw", clients, seconds)
+    out["mneme_throughput"] = _throughput_on(url, [redis_pid], "mneme", clients, seconds)
+    out["raw_throughput"] = _throughput_on(url, [redis_pid], "raw", clients, seconds)
     out["throughput_does"] = (f"{clients} client processes, each appending in a loop for {seconds:.0f} s over its own "
                               "50 sessions, one Lua step (Mneme) / one pipeline (raw, no read) per append, as "
                               "separate API worker processes would")
@@ -216,10 +216,6 @@ def _append_worker(url: str, kind: str, worker: int, start_at: float, seconds: f
         op(done)
         done += 1
     result.put((done, time.process_time() - cpu))
-
-
-def _throughput(url: str, redis_pid: int, kind: str, clients: int, seconds: float) -> dict:
-    return _throughput_on(url, [redis_pid], kind, clients, seconds)
 
 
 def _throughput_on(url: str, server_pids: list[int], kind: str, clients: int, seconds: float,

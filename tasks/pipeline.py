@@ -84,7 +84,20 @@ class StageBatches(Batches):  # type: ignore[misc]  # Batches is untyped (see it
     a dead letter, see ``embed``) and logs its own line once the batch has run (with its task id and the id of
     the HTTP request that caused it), and Flower and the logs list a batched stage's messages like any task's.
     Events go out only while they are on (Flower turns them on while it looks). Acknowledged late, once the
-    batch has run, as celery-batches does."""
+    batch has run, as celery-batches does. A batch is up to ``MNEME_<STAGE>_BATCH_SIZE`` requests, or what came
+    within ``MNEME_<STAGE>_FLUSH_INTERVAL_S`` (``stage`` is given with the task)."""
+
+    stage = ""
+
+    @property
+    def flush_every(self) -> int:
+        size: int = getattr(get_mneme().settings, f"{self.stage}_batch_size")
+        return size
+
+    @property
+    def flush_interval(self) -> float:
+        interval: float = getattr(get_mneme().settings, f"{self.stage}_flush_interval_s")
+        return interval
 
     def flush(self, requests: Sequence[Request]) -> Any:
         for req in requests:
@@ -119,47 +132,7 @@ class StageBatches(Batches):  # type: ignore[misc]  # Batches is untyped (see it
                                       callback=on_return, error_callback=on_lost)
 
 
-class ExtractBatches(StageBatches):
-    """Extraction across messages: their inputs read, and their branches declared, in one round trip."""
-
-    stage = "extract"
-
-    @property
-    def flush_every(self) -> int:
-        return get_mneme().settings.extract_batch_size
-
-    @property
-    def flush_interval(self) -> float:
-        return get_mneme().settings.extract_flush_interval_s
-
-
-class EmbedBatches(StageBatches):
-    """Embed requests across messages, as one model call."""
-
-    @property
-    def flush_every(self) -> int:
-        return get_mneme().settings.embed_batch_size
-
-    @property
-    def flush_interval(self) -> float:
-        return get_mneme().settings.embed_flush_interval_s
-
-
-class GraphBatches(StageBatches):
-    """Graph requests across messages: one task run and one audit task for a batch."""
-
-    stage = "graph"
-
-    @property
-    def flush_every(self) -> int:
-        return get_mneme().settings.graph_batch_size
-
-    @property
-    def flush_interval(self) -> float:
-        return get_mneme().settings.graph_flush_interval_s
-
-
-@shared_task(name="memory.extract", base=ExtractBatches)
+@shared_task(name="memory.extract", base=StageBatches, stage="extract")
 def extract(requests: list[SimpleRequest]) -> int:
     """The rules' extraction of a batch of messages, one after another in the order they came (a user who
     declares an age under 13 in one is a child for the next). Their inputs, and whether each was erased or
@@ -205,7 +178,7 @@ def _extracted(mneme: Mneme, job_id: str, message: Message, ended: str | None) -
     return _declaration(job_id, parsed, extraction, mode)
 
 
-@shared_task(name="memory.embed", base=EmbedBatches)
+@shared_task(name="memory.embed", base=StageBatches, stage="embed")
 def embed(requests: list[SimpleRequest]) -> int:
     # celery-batches acknowledges a batch whatever happens in it, so failures are handled here:
     # a transient error re-sends each request with backoff; anything else is isolated request by
@@ -318,7 +291,7 @@ def _retry(task: Any, request: SimpleRequest, job_id: str, stage: str, exc: Exce
     task.apply_async(kwargs={"job_id": job_id, "attempt": attempt}, countdown=min(60, 2**attempt))
 
 
-@shared_task(name="memory.upsert_graph", base=GraphBatches)
+@shared_task(name="memory.upsert_graph", base=StageBatches, stage="graph")
 def upsert_graph(requests: list[SimpleRequest]) -> int:
     """The graph branch of a batch of messages, in the order they came (evidence merges depend on it), with
     one audit task for the batch; a job is done once its records are queued. Failures as in ``embed``: a

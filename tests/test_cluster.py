@@ -11,7 +11,7 @@ import os
 import signal
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -83,18 +83,24 @@ def masters_holding(cluster: LocalCluster, tags: list[str]) -> set[int]:
     return {cluster.master_of(keys_slot(tag)).port for tag in tags}
 
 
-def caught_up(master: LocalNode, timeout: float = 30) -> None:
-    """Poll until the master's replicas have every write it acknowledged so far (their replication offset
+def wait_until(check: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"not {what} after {timeout} s"
+        time.sleep(0.05)
+
+
+def caught_up(master: LocalNode) -> None:
+    """Wait until the master's replicas have every write it acknowledged so far (their replication offset
     reached its own; WAIT would count only the writes of the connection that asks)."""
     target = int(master.command("INFO", "replication")["master_repl_offset"])
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def replicated() -> bool:
         info = master.command("INFO", "replication")
         offsets = [int(v["offset"]) for k, v in info.items() if k.startswith("slave") and isinstance(v, dict)]
-        if offsets and min(offsets) >= target:
-            return
-        assert time.monotonic() < deadline, f"replicas of {master.port} behind: {offsets} < {target}"
-        time.sleep(0.05)
+        return bool(offsets) and min(offsets) >= target
+
+    wait_until(replicated, f"replicated by the replicas of {master.port}", timeout=30)
 
 
 def test_the_pipeline_runs_on_every_master(client, cluster, rt):
@@ -113,10 +119,8 @@ def test_the_pipeline_runs_on_every_master(client, cluster, rt):
 
     undone = client.rollback(sessions[users[1]])  # undo: its retraction runs and is recorded as done
     assert [m.message_id for m in undone.removed] == ["m1"]
-    deadline = time.monotonic() + 60
-    while rt.working.unfinished_retractions(0, 10) or client.recall(user_id=users[1], query="chess").events:
-        assert time.monotonic() < deadline, "the undone message is still recalled"
-        time.sleep(0.2)
+    wait_until(lambda: not rt.working.unfinished_retractions(0, 10)
+               and not client.recall(user_id=users[1], query="chess").events, "the undone message forgotten")
 
     receipt = client.erase(users[2])
     assert receipt.complete and not any(receipt.remaining.values()), receipt
