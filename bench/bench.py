@@ -589,12 +589,14 @@ async def _open_loop_run(port: int, rate: float, seconds: float, body: Callable[
     }
 
 
-def _raw_api(rate: float, seconds: float, workers: int, body: Callable[[int], bytes]) -> dict:
-    """The same load on ``bench.raw_asgi`` under the same uvicorn (the raw baseline)."""
+def _raw_api(rate: float, seconds: float, workers: int, body: Callable[[int], bytes], app: str = "app",
+             redis_url: str = "") -> dict:
+    """The same load on ``bench.raw_asgi``'s ``app`` under the same uvicorn (a raw baseline)."""
     port = free_port()
-    cmd = [sys.executable, "-m", "uvicorn", "bench.raw_asgi:app", "--host", "127.0.0.1", "--port", str(port),
+    cmd = [sys.executable, "-m", "uvicorn", f"bench.raw_asgi:{app}", "--host", "127.0.0.1", "--port", str(port),
            "--no-access-log", "--log-level", "warning", *(["--workers", str(workers)] if workers > 1 else [])]
-    server = subprocess.Popen(cmd, cwd=Path(__file__).parent.parent, start_new_session=True)
+    server = subprocess.Popen(cmd, cwd=Path(__file__).parent.parent, start_new_session=True,
+                              env=os.environ | {"RAW_ASGI_REDIS_URL": redis_url})
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -624,6 +626,7 @@ def bench_api(stack: Stack, rate: float, seconds: float) -> dict:
                           ensure_ascii=False).encode()
 
     raw = _raw_api(rate, seconds, stack.api_workers, body)
+    raw_redis = _raw_api(rate, seconds, stack.api_workers, body, "redis_app", stack.settings.redis_url)
     asyncio.run(_open_loop(stack.api_port, 100, 1.0, lambda i: body(10**6 + i), 32))  # warm up
     light = asyncio.run(_open_loop(stack.api_port, 50, 3.0, lambda i: body(2 * 10**6 + i), 16))
     cpu_before, load_before = _cpu_seconds(stack), os.getloadavg()[0]
@@ -641,7 +644,7 @@ def bench_api(stack: Stack, rate: float, seconds: float) -> dict:
     alone = asyncio.run(_open_loop(stack.api_port, rate, seconds, lambda i: body(3 * 10**6 + i), 64))
     out["workers_stopped"] = {k: alone[k] for k in ("p50_ms", "p99_ms", "service_p99_ms", "statuses",
                                                     "achieved_rate", "generator_max_lag_ms")}
-    out["raw_asgi"] = raw
+    out["raw_asgi"], out["raw_asgi_redis"] = raw, raw_redis
     out["generator"] = ("open loop: request i is due at t0 + i/rate and goes out on a free keep-alive connection "
                         "(at most 64 in flight); latency from the due time to the last response byte; "
                         "minimal HTTP/1.1 client on asyncio streams")
@@ -908,7 +911,8 @@ def notes(r: dict) -> list[str]:
         out.append(f"API load: {a['generator']}; {a['api_workers']} uvicorn workers; the stack's Celery workers "
                    f"at nice {a['worker_nice']} (MNEME_WORKER_NICE); service-time p99 (from the send) "
                    f"{a['service_p99_ms']:.2f} ms; generator max lag {a['generator_max_lag_ms']:.1f} ms; raw "
-                   f"baseline: bench/raw_asgi.py (read the body, answer 202) under the same uvicorn and load")
+                   f"baselines under the same uvicorn and load: bench/raw_asgi.py `app` (read the body, answer 202) "
+                   f"and `redis_app` (the same plus one redis-py pipeline doing the least an accept writes)")
     if "recall" in r:
         rc = r["recall"]
         out.append("recall: memory.recall.search_events with a real query embedding (k=5, inferred types), both "

@@ -1,20 +1,59 @@
-"""The API bench's raw baseline: the smallest ASGI app that reads a POST body and answers 202 with a short JSON
-body, served by the same uvicorn as Mneme's API and loaded by the same generator in the same run — what this
-box's HTTP stack and load generator cost before Mneme does anything."""
+"""The API bench's raw baselines, served by the same uvicorn as Mneme's API and loaded by the same generator in
+the same run:
+
+- ``app``: the smallest ASGI app that reads a POST body and answers 202 with a short JSON body — what this box's
+  HTTP stack and load generator cost before Mneme does anything;
+- ``redis_app``: the same plus the least an accept must do in Redis, in one redis-py pipeline (one round trip):
+  append the body to the session's capped list, write the job record, add it to a pending set and push a task
+  onto a list — what one Redis round trip per request costs on this box (the URL from ``RAW_ASGI_REDIS_URL``).
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import time
 from typing import Any
+
+import redis
 
 ANSWER = b'{"accepted":true}'
 HEADERS = [(b"content-type", b"application/json"), (b"content-length", str(len(ANSWER)).encode())]
+_client: list[redis.Redis] = []
+
+
+async def _body(receive: Any) -> bytes:
+    chunks, more = [], True
+    while more:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        more = message.get("more_body", False)
+    return b"".join(chunks)
+
+
+async def _answer(send: Any) -> None:
+    await send({"type": "http.response.start", "status": 202, "headers": HEADERS})
+    await send({"type": "http.response.body", "body": ANSWER})
 
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if scope["type"] != "http":
         return
-    more = True
-    while more:
-        more = (await receive()).get("more_body", False)
-    await send({"type": "http.response.start", "status": 202, "headers": HEADERS})
-    await send({"type": "http.response.body", "body": ANSWER})
+    await _body(receive)
+    await _answer(send)
+
+
+async def redis_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] != "http":
+        return
+    body = await _body(receive)
+    if not _client:
+        _client.append(redis.Redis.from_url(os.environ["RAW_ASGI_REDIS_URL"]))
+    message = json.loads(body)
+    window, job = f"raw:wm:{message['session_id']}", f"raw:job:{message['message_id']}"
+    pipe = _client[0].pipeline(transaction=False)
+    pipe.rpush(window, body).ltrim(window, -50, -1).expire(window, 7 * 86400)
+    pipe.hset(job, mapping={"state": "accepted", "payload": body}).expire(job, 7 * 86400)
+    pipe.zadd("raw:pending", {job: time.time()}).lpush("raw:tasks", job)
+    pipe.execute()
+    await _answer(send)

@@ -141,6 +141,9 @@ def _api(a: dict) -> list[Row]:
             (at_most(a["p99_ms"], 15) or False) and accepted),
         row(f"  p50 @ {rate:.0f}/s, workers stopped / running", "{:.2f} ms", alone["p50_ms"], LOWER,
             show("{:.2f} ms", raw.get("p50_ms")), goal=f"(info) running {show('{:.2f} ms', a['p50_ms'])}"),
+        *([row("  raw ASGI + one Redis pipeline per request, p99 / p50", "{:.2f} ms", rr["p99_ms"], LOWER,
+                goal=f"(info: the floor with one round trip) p50 {show('{:.2f} ms', rr['p50_ms'])}")]
+          if (rr := a.get("raw_asgi_redis")) else []),
         row("  p50 / p99 @ 50/s, the pipeline running", "{:.2f} ms", light["p99_ms"], LOWER,
             goal=f"(info) p50 {show('{:.2f} ms', light['p50_ms'])}"),
         row("  API CPU per request", "{:.2f} ms", a["cpu_ms_per_request"].get("api", 0), LOWER,
