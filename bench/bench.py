@@ -438,8 +438,12 @@ def _cpu_seconds(stack: Stack) -> dict[str, float]:
 def bench_e2e(stack: Stack, n: int) -> dict:
     texts = corpus()
     ts = time.time() - 86400
-    bodies = [_message_body(i, texts[i % len(texts)][1], texts[i % len(texts)][0], 40, 25, ts + i)
-              for i in range(n)]
+
+    def unique(i: int) -> tuple[str, str]:  # every message a text of its own: no vector is remembered across them
+        role, text = texts[i % len(texts)]
+        return role, f"{text} #{i}"
+
+    bodies = [_message_body(i, unique(i)[1], unique(i)[0], 40, 25, ts + i) for i in range(n)]
     cpu_before = _cpu_seconds(stack)
     started = time.perf_counter()
     job_ids = asyncio.run(_enqueue_all(stack.api_url, bodies, 16))
@@ -471,8 +475,8 @@ def bench_e2e(stack: Stack, n: int) -> dict:
             embedder.embed(cleaned[i:i + batch])
         raw_rates.append(len(cleaned) / (time.perf_counter() - t))
     raw_rate = max(raw_rates)
-    drained = _drain(stack, [_message_body(n + i, b["content"], b["role"], 40, 25, ts + n + i)
-                             for i, b in enumerate(bodies)])
+    drained = _drain(stack, [_message_body(n + i, unique(n + i)[1], unique(n + i)[0], 40, 25, ts + n + i)
+                             for i in range(n)])
     return {
         "pipeline_alone": drained | {"ratio": drained["messages_per_s"] / raw_rate},
         "messages": n, "enqueue_seconds": enqueued, "all_done_seconds": elapsed,
@@ -903,7 +907,8 @@ def notes(r: dict) -> list[str]:
                    f"Python process holding the embedding model")
     if "e2e" in r:
         e = r["e2e"]
-        out.append(f"end to end: {e['messages']} messages POSTed by 16 concurrent httpx clients, done = every job "
+        out.append(f"end to end: {e['messages']} messages (each text made unique by a ' #i' suffix) POSTed by 16 "
+                   f"concurrent httpx clients, done = every job "
                    f"state done; raw baseline: USEEmbedder(threads=1) on the same texts in batches of 32 (best of "
                    f"2); CPU ms per message by process: {e['cpu_seconds_per_process']} / {e['messages']}")
     if "api" in r:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -29,8 +29,7 @@ from memory.extraction import extract
 from memory.mneme import Mneme
 from memory.models import Event, EventType, Extraction, Fact, Message, Relation
 from memory.state.jobs import Declaration, JobInput, JobWork
-from memory.state.policy import CHILD_AGE
-from memory.state.working import StoredMessage
+from memory.state.policy import CHILD_AGE, Policy
 
 EMBED_MAX_CHARS = 1000
 CONTEXT_MAX_CHARS = 300
@@ -81,13 +80,13 @@ def extract_inputs(mneme: Mneme, found: Sequence[JobInput | None]) -> list[Extra
     return [(d, next(ends)) if isinstance(d, Message) else d for d in decoded]
 
 
-def gate(mneme: Mneme, job_id: str, message: Message, ended: str | None) -> tuple[Mode, Message]:
+def gate(mneme: Mneme, job_id: str, message: Message, ended: str | None, policy: Policy) -> tuple[Mode, Message]:
     """What long-term memory may keep of this message (``ended``: how its job must end first, if it must, as
-    ``extract_inputs`` found), and the message with its text opened."""
+    ``extract_inputs`` found; ``policy``: its user's, read for the batch), and the message with its text
+    opened."""
     if ended:
         mneme.state.jobs.finish(job_id, ended, ENDED_NOTES[ended])
         return Mode.drop, message
-    policy = mneme.state.policies.get(message.tenant, message.user_id)
     if not policy.keeps_long_term:
         mneme.state.jobs.finish(job_id, "done", "long-term memory is off until the user consents: working memory only")
         return Mode.working_only, message
@@ -133,19 +132,15 @@ def llm_stage(mneme: Mneme, job_id: str, message: Message) -> Extraction:
     return extraction
 
 
-Sends = Callable[[Sequence[str]], list[tuple[str, str]]]  # branches → (broker list, task message) to push
-
-
-def declaration(mneme: Mneme, job_id: str, message: Message, extraction: Extraction, sends: Sends,
+def declaration(mneme: Mneme, job_id: str, message: Message, extraction: Extraction,
                 mode: Mode = Mode.full) -> Declaration:
     """The facts anchored, and what ``Jobs.extracted_each`` records of the extraction with the branches that
-    follow (embed, and graph if any facts), sent in the same Redis step: declared as they are sent, so none
-    can finish first, and none is lost between the two. Their input is the job's (``Jobs.inputs``): their
-    tasks carry the job id."""
+    follow (embed, and graph if any facts), declared before they are sent, so none can finish first. Their
+    input is the job's (``Jobs.inputs``): their tasks carry the job ids."""
     facts = anchor_facts(mneme, message, extraction.facts)
     branches = ["embed"] + (["graph"] if facts else [])
     return Declaration(job_id, branches, [e.event_id for e in extraction.events],
-                       JobWork(mode=mode.value, events=extraction.events, facts=facts), sends(branches))
+                       JobWork(mode=mode.value, events=extraction.events, facts=facts))
 
 
 def embed_items(mneme: Mneme, found: Sequence[JobInput | None]) -> list[EmbedItem | InvalidInput | None]:
@@ -196,24 +191,12 @@ def anchor_facts(mneme: Mneme, message: Message, facts: list[Fact]) -> list[Fact
 
 def previous_turns(mneme: Mneme, items: Sequence[EmbedItem]) -> list[str]:
     """For each message, the session's turn just before it ('' if none, or in child mode): what a reply
-    answers. Read from working memory (one read per session), so no task carries another message's text."""
-    windows: dict[tuple[str, str], list[StoredMessage]] = {}
-    turns = []
-    for item in items:
-        first = item.events[0] if item.events else None
-        if not item.text or first is None:
-            turns.append("")
-            continue
-        where = (item.tenant, first.session_id)
-        if where not in windows:
-            try:
-                windows[where] = mneme.working.read(*where).messages
-            except NotFound:
-                windows[where] = []
-        window = windows[where]
-        position = next((i for i, m in enumerate(window) if m.message_id == first.message_ids[0]), None)
-        turns.append(window[position - 1].content if position else "")
-    return turns
+    answers. Read from working memory (the sessions' windows in one round trip), so no task carries another
+    message's text."""
+    wanted = [(item.tenant, item.events[0].session_id, item.events[0].message_ids[0])
+              for item in items if item.text and item.events]
+    before = iter(mneme.working.turns_before(wanted))
+    return [(turn.content if (turn := next(before)) else "") if item.text and item.events else "" for item in items]
 
 
 def embed_stage(mneme: Mneme, items: Sequence[EmbedItem]) -> list[dict[str, Any]]:

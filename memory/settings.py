@@ -62,9 +62,13 @@ class Settings(BaseSettings):
     redrive_after_s: int = Field(300, ge=1, description="Accepted jobs not done by then are re-sent.")
     embed_batch_size: int = Field(32, ge=1, le=1024)
     embed_flush_interval_s: float = Field(0.2, gt=0)
-    extract_batch_size: int = Field(32, ge=1, le=1024, description="Extractions of up to this many messages run "
-                                                                   "as one task, declared in one round trip.")
+    extract_batch_size: int = Field(32, ge=1, le=1024, description="A worker runs up to this many extraction "
+                                    "tasks (each naming up to this many messages) as one, declared in one round "
+                                    "trip.")
     extract_flush_interval_s: float = Field(0.1, gt=0, description="…or what came within this long.")
+    extract_send_interval_s: float = Field(
+        0.02, ge=0, description="An API process sends the extraction of the messages it accepted within this long "
+        "as one task (up to MNEME_EXTRACT_BATCH_SIZE); 0 sends each message's at once.")
     graph_batch_size: int = Field(32, ge=1, le=1024, description="Graph writes of up to this many messages run "
                                                                   "as one task, with one audit task.")
     graph_flush_interval_s: float = Field(0.1, gt=0, description="…or what came within this long.")

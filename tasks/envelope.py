@@ -1,9 +1,10 @@
-"""A Celery task message built by hand, for the places that queue a task inside a Redis step of their own:
-the API accepts a message, records its job and queues its extraction in one atomic step
-(``memory/state/lua/sessions.lua``), and extraction records its result and queues the branches that follow
-(embed, graph) in one (``memory/state/lua/jobs.lua``). So an accepted message always has its task on the
-broker, a declared branch is always on its way, and neither spends time in a Celery publish (two publishes
-were a third of the pipeline worker's CPU).
+"""A Celery task message built by hand, for the places that push a task right after a Redis step of their own
+(``memory.state.dispatch``): the API's extractions of the messages it accepted, extraction's branches that
+follow (embed, graph), a rollback's retraction, the audit records held in the outbox — none spends time in a
+Celery publish (two publishes were a third of the pipeline worker's CPU).
+
+A stage's message names its jobs: one (``job_id``) or a batch (``job_ids``, with the id of the HTTP request
+that caused each beside them in ``request_ids``: a batch has no one request), read by ``jobs_of``.
 
 The message is what ``app.send_task`` puts on a kombu Redis-transport queue (Celery message protocol 2,
 JSON), with two differences: the body is plain JSON (no ``body_encoding``, which kombu then reads as is), and
@@ -18,6 +19,7 @@ import json
 import os
 import socket
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from tasks.signals import REQUEST_ID_HEADER
@@ -45,3 +47,23 @@ def task_message(task: str, task_id: str, kwargs: dict[str, Any], queue: str,
         "properties": {"correlation_id": task_id, "delivery_mode": 2, "priority": 0,
                        "delivery_info": {"exchange": "", "routing_key": queue}, "delivery_tag": str(uuid.uuid4())},
     }, ensure_ascii=False)
+
+
+def batch_message(task: str, jobs: Sequence[tuple[str, str | None]], queue: str) -> tuple[str, str]:
+    """A message for ``task`` naming all of ``jobs`` (job id, id of the HTTP request that caused it)."""
+    kwargs = {"job_ids": [job_id for job_id, _ in jobs], "request_ids": [rid for _, rid in jobs]}
+    return task_message(task, str(uuid.uuid4()), kwargs, queue)
+
+
+def jobs_of(kwargs: dict[str, Any], request_id: str | None) -> list[tuple[str, str | None]] | None:
+    """The jobs a stage's task message names, each with the HTTP request that caused it: one (``job_id``:
+    a retry's, a dead letter's sent again, an operator's; ``request_id`` is its message's) or a batch
+    (``job_ids`` and ``request_ids``); None if it names none."""
+    if "job_ids" not in kwargs:
+        job_id = kwargs.get("job_id")
+        return [(job_id, request_id)] if isinstance(job_id, str) else None
+    job_ids, request_ids = kwargs["job_ids"], kwargs.get("request_ids")
+    if not (isinstance(job_ids, list) and job_ids and all(isinstance(j, str) for j in job_ids)):
+        return None
+    rids = [r if isinstance(r, str) else None for r in request_ids] if isinstance(request_ids, list) else []
+    return list(zip(job_ids, rids + [None] * (len(job_ids) - len(rids)), strict=False))

@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from celery import shared_task
 from celery.signals import worker_init, worker_process_init
@@ -22,11 +22,12 @@ from memory import logs, pipeline
 from memory.errors import InvalidInput, TransientError, described
 from memory.logs import request_id
 from memory.mneme import Mneme, get_mneme
-from memory.models import Extraction, Message
+from memory.models import Message
 from memory.state.jobs import Declaration, JobInput
+from memory.state.policy import Policy
 from memory.state.working import Retraction
 from tasks.base import MnemeTask
-from tasks.envelope import task_message
+from tasks.envelope import batch_message, jobs_of, task_message
 from tasks.signals import REQUEST_ID_HEADER
 
 log = logging.getLogger(__name__)
@@ -49,25 +50,18 @@ def llm_extract(job_id: str) -> dict[str, Any]:
         return {"mode": "gone"}
     if isinstance(found, InvalidInput):
         raise found
-    mode, parsed = pipeline.gate(mneme, job_id, *found)  # asked again: erased or taken back meanwhile?
+    message, ended = found  # asked again: erased or taken back meanwhile?
+    mode, parsed = pipeline.gate(mneme, job_id, message, ended, mneme.state.policies.get(message.tenant,
+                                                                                        message.user_id))
     if mode is not pipeline.Mode.full:
         return {"mode": mode.value}
     extraction = pipeline.llm_stage(mneme, job_id, parsed)
-    mneme.state.jobs.extracted_each([_declaration(job_id, parsed, extraction)])
+    declared = pipeline.declaration(mneme, job_id, parsed, extraction)._replace(request_id=request_id.get())
+    mneme.state.jobs.extracted_each([declared], _branch_send)
     return {"events": len(extraction.events), "facts": len(extraction.facts), "mode": mode.value}
 
 
-BRANCH_TASKS = {"embed": "memory.embed", "graph": "memory.upsert_graph"}
-
-
-def _declaration(job_id: str, message: Message, extraction: Extraction,
-                 mode: pipeline.Mode = pipeline.Mode.full) -> Declaration:
-    def sends(branches: Sequence[str]) -> list[tuple[str, str]]:  # pushed in the step that declares them
-        routes = embed.app.conf.task_routes  # the Celery app's (``workers.celery_app.ROUTES``)
-        return [task_message(BRANCH_TASKS[b], str(uuid.uuid4()), {"job_id": job_id},
-                             routes[BRANCH_TASKS[b]]["queue"], request_id.get()) for b in branches]
-
-    return pipeline.declaration(get_mneme(), job_id, message, extraction, sends, mode)
+BRANCH_TASKS = {"embed": "memory.embed", "graph": "memory.upsert_graph"}  # branch (its stage) → task
 
 
 @worker_init.connect
@@ -126,8 +120,10 @@ class StageBatches(Batches):  # type: ignore[misc]  # Batches is untyped (see it
                 if req.task.acks_late:
                     req.acknowledge()
                 req.send_event("task-succeeded", result=repr(result), runtime=runtime)
-                logs.bind_task(req.id, req.name, req.request_dict.get(REQUEST_ID_HEADER))
-                log.info("Task %s[%s] done in a batch of %d in %.3fs", req.name, req.id, len(requests), runtime)
+                for job_id, rid in jobs_of(req.kwargs, req.request_dict.get(REQUEST_ID_HEADER)) or []:
+                    logs.bind_task(req.id, req.name, rid)
+                    log.info("Task %s[%s] done: job %s, in a batch of %d in %.3fs", req.name, req.id, job_id,
+                             len(requests), runtime)
             logs.clear_task()
 
         def on_lost(_: object) -> None:
@@ -141,79 +137,111 @@ class StageBatches(Batches):  # type: ignore[misc]  # Batches is untyped (see it
                                       callback=on_return, error_callback=on_lost)
 
 
+class Job(NamedTuple):
+    """A job of a batch: the request that names it, its id, and the id of the HTTP request that caused it."""
+
+    request: SimpleRequest
+    job_id: str
+    request_id: str | None
+
+
+def _branch_send(branch: str, declared: list[Declaration]) -> list[tuple[str, str]]:
+    """The task messages of a branch for the jobs an extraction declared together (``Jobs.extracted_each``),
+    each naming up to a batch of the branch's stage (``MNEME_<STAGE>_BATCH_SIZE``)."""
+    task = BRANCH_TASKS[branch]
+    queue = embed.app.conf.task_routes[task]["queue"]  # the Celery app's (``workers.celery_app.ROUTES``)
+    size: int = getattr(get_mneme().settings, f"{branch}_batch_size")
+    return [batch_message(task, [(d.job_id, d.request_id) for d in chunk], queue) for chunk in _chunks(declared, size)]
+
+
+def _chunks(items: Sequence[_T], size: int) -> Iterator[Sequence[_T]]:
+    for i in range(0, len(items), max(1, size)):
+        yield items[i:i + size]
+
+
 @shared_task(name="memory.extract", base=StageBatches, stage="extract")
 def extract(requests: list[SimpleRequest]) -> int:
     """The rules' extraction of a batch of messages, one after another in the order they came (a user who
     declares an age under 13 in one is a child for the next). Their inputs, and whether each was erased or
     taken back, are read in one round trip each; a message the rules could not type goes on to the LLM
-    stage; the others are declared, with their branches, in one round trip. Failures as in ``embed``:
-    request by request, so a poison message fails its own job only."""
+    stage; the others are declared in one round trip, with a task a batch for each branch that follows.
+    Failures as in ``embed``: job by job, so a poison message fails its own job only."""
     mneme = get_mneme()
     named = _named(requests, "extract")
     if (inputs := _inputs(extract, named, "extract", lambda found: pipeline.extract_inputs(mneme, found))) is None:
         return 0
-    declared: list[tuple[SimpleRequest, Declaration]] = []
-    for (request, job_id), found in zip(named, inputs, strict=True):
+    users = list(dict.fromkeys((f[0].tenant, f[0].user_id) for f in inputs if isinstance(f, tuple)))
+    try:
+        policies = dict(zip(users, mneme.state.policies.get_each(users), strict=True))
+    except TransientError as exc:
+        _retry_each(extract, named, "extract", exc)
+        return 0
+    declared: list[tuple[Job, Declaration]] = []
+    for job, found in zip(named, inputs, strict=True):
         if found is None:  # done, ended on purpose, erased or expired: nothing left to do
             continue
-        with _alone(extract, request, job_id, "extract"):
+        with _alone(extract, job, "extract"):
             if isinstance(found, InvalidInput):  # a malformed job fails alone
                 raise found
-            if (declaration := _extracted(mneme, job_id, *found)) is not None:
-                declared.append((request, declaration))
+            if (declaration := _extracted(mneme, job, *found, policies)) is not None:
+                declared.append((job, declaration))
     try:
-        mneme.state.jobs.extracted_each([declaration for _, declaration in declared])
+        mneme.state.jobs.extracted_each([declaration for _, declaration in declared], _branch_send)
     except TransientError as exc:
-        _retry_each(extract, [(request, d.job_id) for request, d in declared], "extract", exc)
+        _retry_each(extract, [job for job, _ in declared], "extract", exc)
         return 0
     except Exception:  # noqa: BLE001 - isolate the declaration that broke the step: declaring the others
-        for request, declaration in declared:  # again changes nothing but re-sending their (idempotent) branches
-            with _alone(extract, request, declaration.job_id, "extract"):
-                mneme.state.jobs.extracted_each([declaration])
+        for job, declaration in declared:  # again changes nothing but re-sending their (idempotent) branches
+            with _alone(extract, job, "extract"):
+                mneme.state.jobs.extracted_each([declaration], _branch_send)
         return 0
     return len(declared)
 
 
-def _extracted(mneme: Mneme, job_id: str, message: Message, ended: str | None) -> Declaration | None:
+def _extracted(mneme: Mneme, job: Job, message: Message, ended: str | None,
+               policies: dict[tuple[str, str], Policy]) -> Declaration | None:
     """One message through the gate and the rules: what to declare of it, or None if its job ended here or
-    the LLM stage takes it on."""
-    mode, parsed = pipeline.gate(mneme, job_id, message, ended)
+    the LLM stage takes it on. ``policies``: the batch's users', read at its start; a user the rules found
+    a child is one for the batch's next messages too."""
+    user = (message.tenant, message.user_id)
+    mode, parsed = pipeline.gate(mneme, job.job_id, message, ended, policies[user])
     if mode in (pipeline.Mode.drop, pipeline.Mode.working_only):
         return None
     mode, extraction = pipeline.rule_stage(mneme, mode, parsed)
+    if mode is pipeline.Mode.child:
+        policies[user] = policies[user].model_copy(update={"child": True})
     if mode is pipeline.Mode.full and pipeline.needs_llm(mneme, extraction):
-        llm_extract.apply_async(kwargs={"job_id": job_id})
+        llm_extract.apply_async(kwargs={"job_id": job.job_id})
         return None
-    return _declaration(job_id, parsed, extraction, mode)
+    return pipeline.declaration(mneme, job.job_id, parsed, extraction, mode)._replace(request_id=job.request_id)
 
 
 @shared_task(name="memory.embed", base=StageBatches, stage="embed")
 def embed(requests: list[SimpleRequest]) -> int:
     # celery-batches acknowledges a batch whatever happens in it, so failures are handled here:
-    # a transient error re-sends each request with backoff; anything else is isolated request by
-    # request so one poison message fails its own job only.
+    # a transient error re-sends each job with backoff; anything else is isolated job by job
+    # so one poison message fails its own job only. Embedded a batch (MNEME_EMBED_BATCH_SIZE) at a time.
     mneme = get_mneme()
     named = _named(requests, "embed")
     if (built := _inputs(embed, named, "embed", lambda found: pipeline.embed_items(mneme, found))) is None:
         return 0
     items = []
-    for (request, job_id), item in zip(named, built, strict=True):
+    for job, item in zip(named, built, strict=True):
         if isinstance(item, InvalidInput):  # a malformed job fails alone
-            _dead_letter(request, item, job_id)
-            mneme.state.jobs.fail(job_id, "embed", item.message)
+            _dead_letter(job, item)
+            mneme.state.jobs.fail(job.job_id, "embed", item.message)
         elif item is not None:  # None: nothing left to do
-            items.append((request, item))
-    try:
-        send_audit(pipeline.embed_stage(mneme, [item for _, item in items]))
-        return len(items)
-    except TransientError as exc:
-        _retry_each(embed, [(request, item.job_id) for request, item in items], "embed", exc)
-        return 0
-    except Exception:  # noqa: BLE001 - isolate the request that broke the batch
-        for request, item in items:
-            with _alone(embed, request, item.job_id, "embed"):
-                send_audit(pipeline.embed_stage(mneme, [item]))
-        return 0
+            items.append((job, item))
+    for chunk in _chunks(items, mneme.settings.embed_batch_size):
+        try:
+            send_audit(pipeline.embed_stage(mneme, [item for _, item in chunk]))
+        except TransientError as exc:
+            _retry_each(embed, [job for job, _ in chunk], "embed", exc)
+        except Exception:  # noqa: BLE001 - isolate the job that broke the batch
+            for job, item in chunk:
+                with _alone(embed, job, "embed"):
+                    send_audit(pipeline.embed_stage(mneme, [item]))
+    return len(items)
 
 
 def send_audit(records: list[dict[str, Any]]) -> None:
@@ -226,43 +254,46 @@ def send_audit(records: list[dict[str, Any]]) -> None:
     get_mneme().trail.submit(records, task=task)
 
 
-def _dead_letter(request: SimpleRequest, exc: Exception, job_id: str | None, retries: int = 0) -> None:
+def _dead_letter(job: Job | SimpleRequest, exc: Exception, retries: int = 0) -> None:
+    """A job of a batch that failed for good (or a request that names none) as a dead letter of its own, sent
+    again as a task for that one job."""
     mneme = get_mneme()
+    request, job_id = (job.request, job.job_id) if isinstance(job, Job) else (job, None)
     mneme.state.dead_letters.push(task_id=request.id, task=request.name,
                                   queue=(request.delivery_info or {}).get("routing_key"),
                                   kwargs={"job_id": job_id} if job_id else {}, error=exc, retries=retries,
                                   job_id=job_id, owner=mneme.state.jobs.owner(job_id) if job_id else None)
 
 
-def _named(requests: Sequence[SimpleRequest], stage: str) -> list[tuple[SimpleRequest, str]]:
-    """The requests of a batch with the job each names; one that names none is a dead letter."""
+def _named(requests: Sequence[SimpleRequest], stage: str) -> list[Job]:
+    """The jobs a batch's requests name (``jobs_of``); a request that names none is a dead letter."""
     named = []
     for request in requests:
-        job_id = request.kwargs.get("job_id")
-        if isinstance(job_id, str):
-            named.append((request, job_id))
-        else:
+        found = jobs_of(request.kwargs, (request.request_dict or {}).get(REQUEST_ID_HEADER))
+        if found is None:
             article = "an" if stage[0] in "aeiou" else "a"
-            _dead_letter(request, InvalidInput(f"{article} {stage} request names no job_id"), None)
+            _dead_letter(request, InvalidInput(f"{article} {stage} request names no job_id"))
+            continue
+        named += [Job(request, job_id, rid) for job_id, rid in found]
     return named
 
 
-def _inputs(task: Any, named: Sequence[tuple[SimpleRequest, str]], stage: str,
+def _inputs(task: Any, named: Sequence[Job], stage: str,
             decode: Callable[[list[JobInput | None]], list[_T]]) -> list[_T] | None:
-    """The batch's jobs' inputs, decoded, in one round trip; None when Redis failed, each request retried."""
+    """The batch's jobs' inputs, decoded, in one round trip; None when Redis failed, each job retried."""
     try:
-        return decode(get_mneme().state.jobs.inputs([job_id for _, job_id in named]))
+        return decode(get_mneme().state.jobs.inputs([job.job_id for job in named]))
     except TransientError as exc:
         _retry_each(task, named, stage, exc)
         return None
 
 
 @contextmanager
-def _serving(request: SimpleRequest) -> Iterator[None]:
-    """While one request of a batch runs, log lines and the tasks it sends carry its task id and the id of
-    the HTTP request that caused it, as they would for a task of its own (``tasks.signals``)."""
+def _serving(job: Job) -> Iterator[None]:
+    """While one job of a batch runs, log lines and the tasks it sends carry its request's task id and the
+    id of the HTTP request that caused it, as they would for a task of its own (``tasks.signals``)."""
     outer = logs.task_id.get(), logs.task_name.get(), logs.request_id.get()
-    logs.bind_task(request.id, request.name, (request.request_dict or {}).get(REQUEST_ID_HEADER))
+    logs.bind_task(job.request.id, job.request.name, job.request_id)
     try:
         yield
     finally:
@@ -270,56 +301,56 @@ def _serving(request: SimpleRequest) -> Iterator[None]:
 
 
 @contextmanager
-def _alone(task: Any, request: SimpleRequest, job_id: str, stage: str) -> Iterator[None]:
-    """One request of a batch (``_serving``) whose failure is its own: a transient error retries it with
+def _alone(task: Any, job: Job, stage: str) -> Iterator[None]:
+    """One job of a batch (``_serving``) whose failure is its own: a transient error retries it with
     backoff, any other dead-letters it and fails its job."""
-    with _serving(request):
+    with _serving(job):
         try:
             yield
         except TransientError as exc:
-            _retry(task, request, job_id, stage, exc)
-        except Exception as exc:  # noqa: BLE001 - one request's failure, not the batch's
-            _dead_letter(request, exc, job_id)
-            get_mneme().state.jobs.fail(job_id, stage, f"{type(exc).__name__}: {described(exc)}")
+            _retry(task, job, stage, exc)
+        except Exception as exc:  # noqa: BLE001 - one job's failure, not the batch's
+            _dead_letter(job, exc)
+            get_mneme().state.jobs.fail(job.job_id, stage, f"{type(exc).__name__}: {described(exc)}")
 
 
-def _retry_each(task: Any, requests: Sequence[tuple[SimpleRequest, str]], stage: str, exc: Exception) -> None:
-    """Each request (with its job id) of a batch whose shared step hit a transient error, retried."""
-    for request, job_id in requests:
-        with _serving(request):
-            _retry(task, request, job_id, stage, exc)
+def _retry_each(task: Any, jobs: Sequence[Job], stage: str, exc: Exception) -> None:
+    """Each job of a batch whose shared step hit a transient error, retried."""
+    for job in jobs:
+        with _serving(job):
+            _retry(task, job, stage, exc)
 
 
-def _retry(task: Any, request: SimpleRequest, job_id: str, stage: str, exc: Exception) -> None:
-    """A batched request whose stage hit a transient error goes again on its own, with backoff."""
-    attempt = int(request.kwargs.get("attempt", 0)) + 1
+def _retry(task: Any, job: Job, stage: str, exc: Exception) -> None:
+    """A batched job whose stage hit a transient error goes again on its own, with backoff."""
+    attempt = int(job.request.kwargs.get("attempt", 0)) + 1
     if attempt > get_mneme().settings.task_max_retries:
-        _dead_letter(request, exc, job_id, retries=attempt - 1)
-        get_mneme().state.jobs.fail(job_id, stage, f"gave up after {attempt - 1} retries: {described(exc)}")
+        _dead_letter(job, exc, retries=attempt - 1)
+        get_mneme().state.jobs.fail(job.job_id, stage, f"gave up after {attempt - 1} retries: {described(exc)}")
         return
-    task.apply_async(kwargs={"job_id": job_id, "attempt": attempt}, countdown=min(60, 2**attempt))
+    task.apply_async(kwargs={"job_id": job.job_id, "attempt": attempt}, countdown=min(60, 2**attempt))
 
 
 @shared_task(name="memory.upsert_graph", base=StageBatches, stage="graph")
 def upsert_graph(requests: list[SimpleRequest]) -> int:
     """The graph branch of a batch of messages, in the order they came (evidence merges depend on it), with
     one audit task for the batch; a job is done once its records are queued. Failures as in ``embed``: a
-    request at a time, so a poison message fails its own job only."""
+    job at a time, so a poison message fails its own job only."""
     mneme = get_mneme()
     named = _named(requests, "graph")
     if (inputs := _inputs(upsert_graph, named, "graph", list)) is None:
         return 0
     records: list[dict[str, Any]] = []
-    done: list[tuple[SimpleRequest, str]] = []
-    for (request, job_id), found in zip(named, inputs, strict=True):
+    done: list[Job] = []
+    for job, found in zip(named, inputs, strict=True):
         if found is None:  # done, ended on purpose, erased or expired: nothing left to write
             continue
-        with _alone(upsert_graph, request, job_id, "graph"):
-            records += pipeline.graph_stage(mneme, job_id, *pipeline.graph_input(found))
-            done.append((request, job_id))
+        with _alone(upsert_graph, job, "graph"):
+            records += pipeline.graph_stage(mneme, job.job_id, *pipeline.graph_input(found))
+            done.append(job)
     try:
         send_audit(records)
-        pipeline.graph_done(mneme, [job_id for _, job_id in done])
+        pipeline.graph_done(mneme, [job.job_id for job in done])
     except TransientError as exc:  # written, not yet recorded: again (each piece of evidence merges once)
         _retry_each(upsert_graph, done, "graph", exc)
         return 0

@@ -268,11 +268,11 @@ def test_stack_serves_metrics_of_every_process_and_writes_json_logs_with_ids(sta
     assert any(line.get("route") == "/v1/messages" and line["status"] == 202 for line in mine)
     assert all(line["service"] == "api" for line in mine)
 
-    # the extract task's id is the job id; the request id travels in the task message (and its follow-ups)
+    # each job's line names it, with the id of its HTTP request (carried in the task message and its follow-ups)
     extract = [line for line in json_lines(stack.logs / "worker-pipeline.log")
                if line["task_name"] == "memory.extract"]
-    assert any(line["task_id"] == job_ids[0] and line["request_id"] == rid for line in extract)
-    assert any(line["task_id"] == job_ids[1] for line in extract)
+    assert any(f"job {job_ids[0]}," in line["message"] and line["request_id"] == rid for line in extract)
+    assert any(f"job {job_ids[1]}," in line["message"] for line in extract)
     assert {line["service"] for line in extract} == {"worker-pipeline"}
     assert all(line["task_id"] for line in json_lines(stack.logs / "worker-embed.log") if line["task_name"])
 

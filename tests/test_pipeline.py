@@ -11,6 +11,7 @@ import pytest
 from memory import ids
 from memory.models import Role
 from memory.state import keys
+from memory.state.broker import job_ids_of
 from tests.accepted import reopen_job, write_job
 from workers.celery_app import create_celery
 from workers.local import demo
@@ -223,10 +224,10 @@ LIKES = ["天文学", "astronomy", "化学", "chemistry", "历史", "history", "
 
 def test_a_poison_request_in_a_batch_fails_alone_and_the_others_of_every_user_are_done(client, uid, runtime,
                                                                                         celery, stack):
-    """Eight messages of four users, a job whose message is malformed and a request naming no job make one
-    batch (exactly its size, and a flush interval longer than the test): the two poison requests are dead
-    letters, each on its own, the poison job fails, and the eight are extracted in the batch's one declaring
-    step and done, each user's beliefs their own."""
+    """Eight messages of four users (in the extraction tasks the API sent for them), a job whose message is
+    malformed and a request naming no job make one batch (exactly its size in tasks, and a flush interval
+    longer than the test): the two poison requests are dead letters, each on its own, the poison job fails,
+    and the eight are extracted in the batch's one declaring step and done, each user's beliefs their own."""
     users = [f"u{uid}-{i}" for i in range(4)]
     poison_job = str(uuid.uuid4())
     write_job(runtime, poison_job, user_id=users[0], payload=json.dumps({"role": "robot", "content": f"秘密 {uid}"}))
@@ -237,11 +238,23 @@ def test_a_poison_request_in_a_batch_fails_alone_and_the_others_of_every_user_ar
                                content=text).job_id
 
     drain(runtime)
-    with pipeline_worker(stack, MNEME_EXTRACT_BATCH_SIZE="10", MNEME_EXTRACT_FLUSH_INTERVAL_S="600"):
+    stack.stop_one("worker-pipeline")  # the batch's tasks wait in the queue, counted
+    try:
         good = [say(i) for i in range(4)]
         poison = celery.send_task("memory.extract", kwargs={"job_id": poison_job}).id
         nameless = celery.send_task("memory.extract", kwargs={}).id
         good += [say(i) for i in range(4, 8)]
+        deadline = time.monotonic() + 10
+        while True:
+            queued = runtime.state.client.lrange("extract", 0, -1)
+            if set(good) <= {j for m in queued for j in job_ids_of(m)}:
+                break
+            assert time.monotonic() < deadline, "the API did not send the extractions"
+            time.sleep(0.05)
+    except BaseException:
+        stack.start_one("worker-pipeline")
+        raise
+    with pipeline_worker(stack, MNEME_EXTRACT_BATCH_SIZE=str(len(queued)), MNEME_EXTRACT_FLUSH_INTERVAL_S="600"):
         done = client.wait([*good, poison_job], timeout=60)
     assert [j.state for j in done] == ["done"] * 8 + ["failed"]
     extracted_at = [j.stages["extract"] for j in done[:8]]

@@ -56,7 +56,7 @@ class Broker:
         read, and a job whose stage pushed its next stage's message and was acknowledged meanwhile in the
         first (a worker holds its message until the next one is queued)."""
         held = self._unacked()
-        held |= {job_id for raw in self._queued(queues) if (job_id := job_id_of(raw))}
+        held.update(*(job_ids_of(raw) for raw in self._queued(queues)))
         return held | self._unacked()
 
     def _unacked(self) -> set[str]:
@@ -66,8 +66,7 @@ class Broker:
                 raw = json.loads(value)[0]
             except (ValueError, IndexError, TypeError):
                 continue
-            if job_id := job_id_of(raw):
-                held.add(job_id)
+            held.update(job_ids_of(raw))
         return held
 
     def _queued(self, queues: Iterable[str]) -> Iterator[str]:
@@ -79,8 +78,8 @@ class Broker:
                     start += PAGE
 
 
-def job_id_of(message: str | bytes | dict[str, Any]) -> str | None:
-    """The ``job_id`` keyword argument of a task message, if it has one."""
+def job_ids_of(message: str | bytes | dict[str, Any]) -> list[str]:
+    """The jobs a task message names: its ``job_ids`` keyword argument (a batch's stage), or its ``job_id``."""
     try:
         parsed = message if isinstance(message, dict) else json.loads(message)
         body = parsed["body"]
@@ -88,6 +87,8 @@ def job_id_of(message: str | bytes | dict[str, Any]) -> str | None:
             body = base64.b64decode(body)
         _, kwargs, _ = json.loads(body)
     except (ValueError, KeyError, TypeError, AttributeError):
-        return None
-    job_id = kwargs.get("job_id") if isinstance(kwargs, dict) else None
-    return job_id if isinstance(job_id, str) else None
+        return []
+    if not isinstance(kwargs, dict):
+        return []
+    named = kwargs.get("job_ids", [kwargs.get("job_id")])
+    return [j for j in named if isinstance(j, str)] if isinstance(named, list) else []

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple, TypeVar
 
 import redis
@@ -80,14 +80,18 @@ class JobWork(BaseModel):
 
 
 class Declaration(NamedTuple):
-    """What extraction declares of a job (``Jobs.extracted_each``): the branches that follow, its event ids,
-    their input, and the branches' task messages ((broker list, task message) pairs) to push with it."""
+    """What extraction declares of a job (``Jobs.extracted_each``): the branches that follow, its event ids
+    and their input."""
 
     job_id: str
     branches: list[str]
     event_ids: list[str]
     work: JobWork
-    sends: Sequence[tuple[str, str]] = ()
+    request_id: str | None = None  # the HTTP request that caused the job, named in its branches' task
+
+
+#: a branch and the jobs declared with it → the (broker list, task message) pairs that send it
+BranchSend = Callable[[str, list["Declaration"]], list[tuple[str, str]]]
 
 
 class JobInput:
@@ -230,13 +234,15 @@ class Jobs:
                   "job_ttl": job_ttl_s, "now": repr(round(time.time(), 3))}
         self._accept(keys=[keys.job(job_id), _pending(job_id)], args=[json.dumps(fields, ensure_ascii=False)])
 
-    def extracted_each(self, declarations: Sequence[Declaration]) -> None:
-        """Record each job's extraction once (a redelivered extraction keeps the first), then push its
-        ``sends`` (its branches' tasks) onto the broker; a job with no branch left is done. A job that ended
-        meanwhile (erased, taken back, done) gets neither. The extraction's task is acknowledged only after
-        this returns, so a worker that dies between the record and the push has its task redelivered, which
-        records nothing new and pushes again (the stages are idempotent). One round trip for the records
-        (each job's step atomic on its own), one for the pushes."""
+    def extracted_each(self, declarations: Sequence[Declaration], send: BranchSend | None = None) -> None:
+        """Record each job's extraction once (a redelivered extraction keeps the first), then push the tasks
+        of each branch for all the jobs declared with it (``send``: a task a batch of the branch's stage): a
+        batch of messages travels the next stages as a task message a stage, not one per message. A job with
+        no branch left is done. A job that ended meanwhile (erased, taken back, done) gets neither. The
+        extraction's task is acknowledged only after this returns, so a worker that dies between the record
+        and the push has its task redelivered, which records nothing new and pushes again (the stages are
+        idempotent). One round trip for the records (each job's step atomic on its own), one for the
+        pushes."""
         pipe = self._redis.pipeline(transaction=False)
         now = time.time()
         until = self._done_until(now)
@@ -246,7 +252,13 @@ class Jobs:
             self._start(keys=[keys.job(d.job_id), _pending(d.job_id), self._bucket(d.job_id, now)], args=args,
                         client=pipe)
         alive = pipe.execute()
-        self._dispatch.push([send for d, live in zip(declarations, alive, strict=True) if live for send in d.sends])
+        if send is None:
+            return
+        branches: dict[str, list[Declaration]] = {}
+        for d, live in zip(declarations, alive, strict=True):
+            for branch in d.branches if live else ():
+                branches.setdefault(branch, []).append(d)
+        self._dispatch.push([message for branch, declared in branches.items() for message in send(branch, declared)])
 
     def note(self, job_id: str, **info: int | str) -> None:
         """Facts about how the job went (batch size, merges, LLM outcome), shown by ``get``."""

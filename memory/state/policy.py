@@ -53,7 +53,17 @@ class Policies:
         self._hash_key = user_hash_key
 
     def get(self, tenant: str, user_id: str) -> Policy:
-        fields = decoded(self._redis.hgetall(keys.user(tenant, user_id)))
+        return self._policy(user_id, decoded(self._redis.hgetall(keys.user(tenant, user_id))))
+
+    def get_each(self, users: Sequence[tuple[str, str]]) -> list[Policy]:
+        """The policy of each (tenant, user id), in one round trip."""
+        pipe = self._redis.pipeline(transaction=False)
+        for tenant, user_id in users:
+            pipe.hgetall(keys.user(tenant, user_id))
+        return [self._policy(user_id, decoded(fields)) for (_, user_id), fields in zip(users, pipe.execute(),
+                                                                                         strict=True)]
+
+    def _policy(self, user_id: str, fields: dict[str, str]) -> Policy:
         return Policy(
             user_id=user_id, consent_required=self._settings.consent_required,
             long_term=fields.get("long_term") == "1",

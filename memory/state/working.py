@@ -124,14 +124,19 @@ class WorkingMemory:
     def _run(self, tenant: str, session_id: str, *args: EncodableT, job_id: str = "", user_id: str = "",
              job_keys: Sequence[str] = ()) -> list[Any]:
         """One step of ``sessions.lua`` (``args[0]`` is the op) on the session's shard; its reply, a list."""
+        with telemetry.observe_working(str(args[0])):  # args[0] is the op: append, read, rollback, get
+            reply: list[Any] = self._script(keys=self._keys(tenant, session_id, job_id, user_id, job_keys), args=args)
+        return reply
+
+    @staticmethod
+    def _keys(tenant: str, session_id: str, job_id: str = "", user_id: str = "",
+              job_keys: Sequence[str] = ()) -> list[str]:
+        """The keys a step of ``sessions.lua`` on the session may touch, all in the session's shard."""
         tag = ids.shard(tenant, session_id)
-        k = keys.session(tenant, session_id)
         job_key = keys.job(job_id or tag)  # a job id starts with its shard: a key of the shard either way
         shard_keys = [job_key, keys.pending(tag), keys.user_sessions(tenant, user_id or "-", tag),
                       keys.metrics(tenant, tag), keys.retracting(tag)]
-        with telemetry.observe_working(str(args[0])):  # args[0] is the op: append, read, rollback, get
-            reply: list[Any] = self._script(keys=[*k.all(), *shard_keys, *job_keys], args=args)
-        return reply
+        return [*keys.session(tenant, session_id).all(), *shard_keys, *job_keys]
 
     def append(
         self,
@@ -147,7 +152,6 @@ class WorkingMemory:
         device_id: str | None = None,
         child_seal_key: Callable[[], bytes | None] | None = None,
         read_back: bool = False,
-        task: Callable[[Message], tuple[str, str]] | None = None,
     ) -> Accepted:
         """Append a message.
 
@@ -156,9 +160,8 @@ class WorkingMemory:
         is the key fetched (this callable) and the text sealed — stored encrypted at rest in the window, the
         full-text store and the queued job alike; one round trip for everyone else's messages.
         ``read_back``: the window at the new head comes back too (``Accepted.window``), still in one step.
-        ``task``: given the accepted message, a (list key, payload) pushed onto the broker once the step
-        accepted it — the API queues the message's extraction this way (a task lost in between is re-sent by
-        the redrive: the job is pending)."""
+        The step records the message's job as pending; its caller sends the extraction (the API:
+        ``workers.api.extractions``), and the redrive re-sends one that never reached the broker."""
         s = self._settings
         now = round(time.time(), 3)
         ts = round(min(client_ts, now + s.max_clock_skew_s), 3)
@@ -214,8 +217,6 @@ class WorkingMemory:
                     "send a new message_id"
                 )
             return Accepted(message=message, version=int(reply[1]), in_window=True, duplicate=True)
-        if task is not None:
-            self._dispatch.push([task(message)])
         if int(reply[3]):
             self._session_started(tenant, user_id, session_id, child == "0" and seal_key is None, child_seal_key)
         message.version = int(reply[1])
@@ -249,6 +250,25 @@ class WorkingMemory:
             session_id=session_id, head=int(reply[1]), version=int(reply[2]),
             messages=self._opened(tenant, reply[4], self._parse(session_id, reply[3])),
         )
+
+    def turns_before(self, messages: Sequence[tuple[str, str, str]]) -> list[StoredMessage | None]:
+        """For each (tenant, session id, message id), the message just before it in the session's window
+        (None: it is the first, out of the window, or the session is gone); each session read once, all in
+        one round trip, and only the records wanted parsed."""
+        sessions = list(dict.fromkeys((tenant, session_id) for tenant, session_id, _ in messages))
+        pipe = self._redis.pipeline(transaction=False)
+        for tenant, session_id in sessions:
+            self._script(keys=self._keys(tenant, session_id), args=["read", ""], client=pipe)
+        with telemetry.observe_working("read"):
+            replies = dict(zip(sessions, pipe.execute(), strict=True))
+        turns: list[StoredMessage | None] = []
+        for tenant, session_id, message_id in messages:
+            reply = replies[(tenant, session_id)]
+            records: list[str] = [] if reply[0] == "nosession" else reply[3]
+            marker = f'"m":{json.dumps(message_id, ensure_ascii=False)},'  # as append writes it (content is escaped)
+            at = next((i for i, record in enumerate(records) if marker in record), None)
+            turns.append(self._opened(tenant, reply[4], self._parse(session_id, [records[at - 1]]))[0] if at else None)
+        return turns
 
     def _opened(self, tenant: str, user_id: str, records: list[StoredMessage]) -> list[StoredMessage]:
         if not any(r.content.startswith(SEALED_TEXT) for r in records):

@@ -18,8 +18,10 @@ from fastapi import FastAPI
 
 from memory.mneme import Mneme, get_mneme
 from workers.api import beliefs, errors, feedback, health, jobs, messages, recall, users
+from workers.api.extractions import ExtractionSends
 from workers.api.observability import install
 from workers.api.strict_json import StrictJsonRoute
+from workers.celery_app import ROUTES
 
 #: in this order, the OpenAPI document lists the paths as it always has
 ROUTERS = tuple(m.router for m in (messages, recall, beliefs, users, feedback, jobs, health))
@@ -30,6 +32,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     # load the query embedder (and encode once) in the background: /healthz says "loading" until then
     threading.Thread(target=app.state.mneme.warm_up, name="warm-up", daemon=True).start()
     yield
+    app.state.extractions.flush()  # what was accepted goes to extraction before the process ends
 
 
 def create_app(runtime: Mneme | None = None) -> FastAPI:
@@ -39,6 +42,9 @@ def create_app(runtime: Mneme | None = None) -> FastAPI:
                   description="Memory backend for AI agents: working, episodic and semantic memory.")
     app.router.route_class = StrictJsonRoute  # /metrics too; each router sets its own (deps.resource_router)
     app.state.mneme = mneme
+    settings = mneme.settings
+    app.state.extractions = ExtractionSends(mneme.state.dispatch, ROUTES["memory.extract"],
+                                            settings.extract_send_interval_s, settings.extract_batch_size)
     install(app, mneme.state.broker)  # JSON logs with request ids, request latency, GET /metrics
     for router in ROUTERS:
         app.include_router(router)

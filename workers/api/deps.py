@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 
 from memory.mneme import Mneme
 from memory.models import ID_PATTERN, ID_RULE
+from workers.api.extractions import ExtractionSends
 from workers.api.strict_json import StrictJsonRoute
 
 
@@ -21,6 +22,15 @@ async def mneme_of(request: Request) -> Mneme:
 
 
 Memory = Annotated[Mneme, Depends(mneme_of)]
+
+
+async def extractions_of(request: Request) -> ExtractionSends:
+    """This process's sender of extraction tasks (``app.state.extractions``)."""
+    extractions: ExtractionSends = request.app.state.extractions
+    return extractions
+
+
+Extractions = Annotated[ExtractionSends, Depends(extractions_of)]
 
 
 async def tenant_of(request: Request, mneme: Memory) -> str:

@@ -1,4 +1,5 @@
-"""Working memory: append a message (and queue it for long-term memory), read a session, undo.
+"""Working memory: append a message (and queue it for long-term memory: ``workers.api.extractions``), read a
+session, undo.
 
 These handlers are ``async`` though they call Redis synchronously: each is one sub-millisecond Redis step
 (a child's text also fetches its key), and running it on the event loop costs less than handing it to a worker
@@ -15,7 +16,7 @@ from memory.errors import InvalidInput
 from memory.logs import request_id
 from memory.text import clean
 from tasks.envelope import task_message
-from workers.api.deps import Memory, PathId, Tenant, resource_router
+from workers.api.deps import Extractions, Memory, PathId, Tenant, resource_router
 from workers.api.requests import MessageIn, RollbackIn
 from workers.api.wire import out
 from workers.celery_app import ROUTES
@@ -26,7 +27,8 @@ router = resource_router()
 
 
 @router.post("/v1/messages", status_code=202, response_model=MessageAccepted, tags=["write"])
-async def post_message(tenant: Tenant, mneme: Memory, body: MessageIn, window: bool = False) -> MessageAccepted:
+async def post_message(tenant: Tenant, mneme: Memory, extractions: Extractions, body: MessageIn,
+                       window: bool = False) -> MessageAccepted:
     """Append a message to the session's working memory and queue it for long-term memory. With
     `window=true` the answer carries the session's window too (what an agent puts in its next prompt),
     read in the same Redis step."""
@@ -43,8 +45,9 @@ async def post_message(tenant: Tenant, mneme: Memory, body: MessageIn, window: b
         tenant=tenant, user_id=body.user_id, session_id=body.session_id, message_id=body.message_id,
         role=body.role, content=body.content, client_ts=body.client_ts, job_id=job_id,
         device_id=body.device_id, child_seal_key=lambda: mneme.user_keys.get(tenant, body.user_id), read_back=window,
-        task=lambda _: task_message("memory.extract", job_id, {"job_id": job_id}, EXTRACT_QUEUE, request_id.get()),
     )
+    if not accepted.duplicate:
+        extractions.add(job_id, request_id.get())
     return MessageAccepted(
         job_id=job_id, version=accepted.version, session_id=body.session_id, message_id=body.message_id,
         duplicate=accepted.duplicate, in_window=accepted.in_window, client_ts=accepted.message.client_ts,
