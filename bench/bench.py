@@ -54,7 +54,7 @@ from memory.mneme import Mneme
 from memory.models import Message, Role
 from memory.settings import Settings
 from memory.state import keys
-from memory.state.jobs import Declaration, JobWork
+from memory.state.jobs import Declaration, Jobs, JobWork
 from memory.text import clean
 from workers.local.stack import Stack, free_port
 
@@ -400,24 +400,28 @@ def _message_body(i: int, text: str, role: str, users: int, per_session: int, ts
             "role": role, "content": text, "client_ts": ts}
 
 
-async def _enqueue_all(url: str, bodies: list[dict], concurrency: int) -> list[str]:
-    import httpx
-
+async def _enqueue_all(port: int, bodies: list[dict], concurrency: int) -> list[str]:
+    """POST every body on ``concurrency`` keep-alive connections with the API bench's minimal client (httpx
+    spent ~1 ms of the box's CPU per request, which the stack it measures would pay for); their job ids."""
     job_ids: list[str] = [""] * len(bodies)
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as client:
-        queue: asyncio.Queue[int] = asyncio.Queue()
-        for i in range(len(bodies)):
-            queue.put_nowait(i)
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for i in range(len(bodies)):
+        queue.put_nowait(i)
+    host = f"127.0.0.1:{port}"
 
-        async def worker() -> None:
+    async def worker() -> None:
+        conn = _Conn(*await asyncio.open_connection("127.0.0.1", port))
+        try:
             while not queue.empty():
                 i = queue.get_nowait()
-                r = await client.post("/v1/messages", json=bodies[i])
-                r.raise_for_status()
-                job_ids[i] = r.json()["job_id"]
+                status, body = await conn.post(host, "/v1/messages", json.dumps(bodies[i]).encode())
+                if status != 202:
+                    raise RuntimeError(f"POST /v1/messages answered {status}: {body[:200]!r}")
+                job_ids[i] = json.loads(body)["job_id"]
+        finally:
+            conn.writer.close()
 
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
     return job_ids
 
 
@@ -435,6 +439,17 @@ def _cpu_seconds(stack: Stack) -> dict[str, float]:
     return out
 
 
+def _wait_finished(jobs: Jobs, job_ids: list[str], started: float, every: float) -> dict[str, str | None]:
+    """Each job's final state once all are done or failed (or 600 s after ``started``), asking only about
+    those not finished yet: the polling is not to cost the stack it watches more than it must."""
+    finished: dict[str, str | None] = {}
+    while (left := [j for j in job_ids if j not in finished]) and time.perf_counter() - started < 600:
+        finished |= {j: s for j, s in jobs.states(left).items() if s in ("done", "failed")}
+        if len(finished) < len(job_ids):
+            time.sleep(every)
+    return finished
+
+
 def bench_e2e(stack: Stack, n: int) -> dict:
     texts = corpus()
     ts = time.time() - 86400
@@ -446,15 +461,9 @@ def bench_e2e(stack: Stack, n: int) -> dict:
     bodies = [_message_body(i, unique(i)[1], unique(i)[0], 40, 25, ts + i) for i in range(n)]
     cpu_before = _cpu_seconds(stack)
     started = time.perf_counter()
-    job_ids = asyncio.run(_enqueue_all(stack.api_url, bodies, 16))
+    job_ids = asyncio.run(_enqueue_all(stack.api_port, bodies, 16))
     enqueued = time.perf_counter() - started
-    jobs = Mneme(stack.settings).state.jobs
-    states: list[str | None] = []
-    while time.perf_counter() - started < 600:
-        states = list(jobs.states(job_ids).values())
-        if all(s in ("done", "failed") for s in states):
-            break
-        time.sleep(0.1)
+    states = _wait_finished(Mneme(stack.settings).state.jobs, job_ids, started, 0.1)
     elapsed = time.perf_counter() - started
     cpu_after = _cpu_seconds(stack)
     import httpx
@@ -481,7 +490,7 @@ def bench_e2e(stack: Stack, n: int) -> dict:
         "pipeline_alone": drained | {"ratio": drained["messages_per_s"] / raw_rate},
         "messages": n, "enqueue_seconds": enqueued, "all_done_seconds": elapsed,
         "mneme_messages_per_s": n / elapsed, "raw_embedder_sentences_per_s": raw_rate,
-        "ratio": n / elapsed / raw_rate, "failed_jobs": sum(s == "failed" for s in states),
+        "ratio": n / elapsed / raw_rate, "failed_jobs": sum(s == "failed" for s in states.values()),
         "recall_probe_events": len(probe.get("events", [])),
         "cpu_seconds_per_process": {k: round(cpu_after.get(k, 0) - v, 2) for k, v in cpu_before.items()},
         "cpu_ms_per_message": round(sum(cpu_after.get(k, 0) - v for k, v in cpu_before.items()) / n * 1000, 2),
@@ -498,15 +507,12 @@ def _drain(stack: Stack, bodies: list[dict]) -> dict:
     consumes = {queue: [n for n in nodes if ("embed@" in n) == (queue == "embed")] for queue in QUEUES}
     for queue, where in consumes.items():
         app.control.cancel_consumer(queue, reply=True, timeout=5, destination=where)
-    job_ids = asyncio.run(_enqueue_all(stack.api_url, bodies, 16))
+    job_ids = asyncio.run(_enqueue_all(stack.api_port, bodies, 16))
     jobs, cpu_before = Mneme(stack.settings).state.jobs, _cpu_seconds(stack)
     started = time.perf_counter()
     for queue, where in consumes.items():
         app.control.add_consumer(queue, reply=True, timeout=5, destination=where)
-    while time.perf_counter() - started < 600:
-        if all(s in ("done", "failed") for s in jobs.states(job_ids).values()):
-            break
-        time.sleep(0.05)
+    _wait_finished(jobs, job_ids, started, 0.05)
     seconds, cpu_after = time.perf_counter() - started, _cpu_seconds(stack)
     app.close()
     return {"messages": len(bodies), "seconds": seconds, "messages_per_s": len(bodies) / seconds,
@@ -518,7 +524,7 @@ class _Conn:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader, self.writer = reader, writer
 
-    async def post(self, host: str, path: str, body: bytes) -> int:
+    async def post(self, host: str, path: str, body: bytes) -> tuple[int, bytes]:
         self.writer.write(b"POST %s HTTP/1.1\r\nHost: %s\r\ncontent-type: application/json\r\n"
                           b"content-length: %d\r\n\r\n%s" % (path.encode(), host.encode(), len(body), body))
         head = await self.reader.readuntil(b"\r\n\r\n")
@@ -527,8 +533,7 @@ class _Conn:
         for line in head.split(b"\r\n"):
             if line.lower().startswith(b"content-length:"):
                 length = int(line.split(b":", 1)[1])
-        await self.reader.readexactly(length)
-        return status
+        return status, await self.reader.readexactly(length)
 
 
 async def _open_loop(port: int, rate: float, seconds: float, body: Callable[[int], bytes],
@@ -563,7 +568,7 @@ async def _open_loop_run(port: int, rate: float, seconds: float, body: Callable[
         conn = await idle.get()
         sent = loop.time()
         try:
-            status = await conn.post(host, "/v1/messages", body(i))
+            status, _ = await conn.post(host, "/v1/messages", body(i))
         finally:
             idle.put_nowait(conn)
         done = loop.time()
@@ -907,8 +912,8 @@ def notes(r: dict) -> list[str]:
                    f"Python process holding the embedding model")
     if "e2e" in r:
         e = r["e2e"]
-        out.append(f"end to end: {e['messages']} messages (each text made unique by a ' #i' suffix) POSTed by 16 "
-                   f"concurrent httpx clients, done = every job "
+        out.append(f"end to end: {e['messages']} messages (each text made unique by a ' #i' suffix) POSTed on 16 "
+                   f"keep-alive connections (the API bench's minimal client), done = every job "
                    f"state done; raw baseline: USEEmbedder(threads=1) on the same texts in batches of 32 (best of "
                    f"2); CPU ms per message by process: {e['cpu_seconds_per_process']} / {e['messages']}")
     if "api" in r:
