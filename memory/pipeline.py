@@ -196,7 +196,11 @@ def previous_turns(mneme: Mneme, items: Sequence[EmbedItem]) -> list[str]:
     wanted = [(item.tenant, item.events[0].session_id, item.events[0].message_ids[0])
               for item in items if item.text and item.events]
     before = iter(mneme.working.turns_before(wanted))
-    return [(turn.content if (turn := next(before)) else "") if item.text and item.events else "" for item in items]
+    turns = []
+    for item in items:
+        turn = next(before) if item.text and item.events else None
+        turns.append(turn.content if turn else "")
+    return turns
 
 
 def embed_stage(mneme: Mneme, items: Sequence[EmbedItem]) -> list[dict[str, Any]]:

@@ -32,7 +32,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     # load the query embedder (and encode once) in the background: /healthz says "loading" until then
     threading.Thread(target=app.state.mneme.warm_up, name="warm-up", daemon=True).start()
     yield
-    app.state.extractions.flush()  # what was accepted goes to extraction before the process ends
+    app.state.extractions.close()  # what was accepted goes to extraction before the process ends
 
 
 def create_app(runtime: Mneme | None = None) -> FastAPI:

@@ -44,6 +44,10 @@ class ExtractionSends:
         if jobs:
             self._dispatch.push([batch_message("memory.extract", jobs, self._queue)])
 
+    def close(self) -> None:
+        """Send what is waiting as the process ends; if Redis is not there, the redrive will."""
+        self._flush_later()
+
     def _flush_later(self) -> None:
         self._timer = None
         try:
