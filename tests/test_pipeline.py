@@ -6,6 +6,7 @@ import time
 import uuid
 from contextlib import contextmanager
 
+import httpx
 import pytest
 
 from memory import ids
@@ -14,6 +15,7 @@ from memory.state import keys
 from memory.state.broker import job_ids_of
 from tests.accepted import reopen_job, write_job
 from workers.celery_app import create_celery
+from workers.client import MnemeClient
 from workers.local import demo
 
 
@@ -50,6 +52,56 @@ def pipeline_worker(stack, **env):
         stack.env = saved
         stack.start_one("worker-pipeline")
         stack.wait_ready(wait_embedder=False)
+
+
+@contextmanager
+def api_process(stack, **env):
+    """The API restarted with these MNEME_* settings, and as it was afterwards."""
+    saved = dict(stack.env)
+    stack.stop_one("api")
+    stack.env.update(env)
+    try:
+        stack.start_one("api")
+        stack.wait_ready(wait_embedder=False)
+        yield
+    finally:
+        stack.stop_one("api")
+        stack.env = saved
+        stack.start_one("api")
+        stack.wait_ready(wait_embedder=False)
+
+
+def extraction_tasks(runtime) -> list[dict]:
+    """The kwargs of each ``memory.extract`` task waiting in its queue, oldest first."""
+    raw = [json.loads(m) for m in reversed(runtime.state.client.lrange("extract", 0, -1))]
+    return [json.loads(m["body"])[1] for m in raw if m["headers"]["task"] == "memory.extract"]
+
+
+def test_an_api_process_sends_the_extractions_of_what_it_accepted_together_as_one_task(uid, runtime, stack):
+    """The messages an API process accepts within MNEME_EXTRACT_SEND_INTERVAL_S go to extraction as one task
+    naming their jobs, each beside the id of its HTTP request, a full batch (MNEME_EXTRACT_BATCH_SIZE) at once;
+    what it holds when it stops is sent then. Every message is extracted and done."""
+    drain(runtime)
+    stack.stop_one("worker-pipeline")  # the tasks wait in their queue, to be read
+    try:
+        with api_process(stack, MNEME_EXTRACT_SEND_INTERVAL_S="600", MNEME_EXTRACT_BATCH_SIZE="3"):
+            jobs = []
+            for i in range(7):
+                text = f"我喜欢{LIKES[i]}" if i % 2 else f"I love {LIKES[i]}"
+                r = httpx.post(stack.api_url + "/v1/messages", headers={"x-request-id": f"rq-{uid}-{i}"},
+                               json={"user_id": f"u{uid}", "session_id": f"s{uid}", "message_id": f"m{i}",
+                                     "role": "user", "content": text, "client_ts": time.time()}, timeout=30)
+                assert r.status_code == 202, r.text
+                jobs.append(r.json()["job_id"])
+            sent = extraction_tasks(runtime)  # two full batches went at once; the seventh waits its interval
+            assert [t["job_ids"] for t in sent] == [jobs[:3], jobs[3:6]]
+            assert [t["request_ids"] for t in sent] == [[f"rq-{uid}-{i}" for i in r] for r in (range(3), range(3, 6))]
+        assert extraction_tasks(runtime)[-1] == {"job_ids": jobs[6:], "request_ids": [f"rq-{uid}-6"]}  # on stop
+    finally:
+        stack.start_one("worker-pipeline")
+    stack.wait_ready(wait_embedder=False)
+    with MnemeClient(stack.api_url) as client:
+        assert [j.state for j in client.wait(jobs, timeout=60)] == ["done"] * 7
 
 
 def test_scripted_cross_session_flow(client, uid, monkeypatch):
@@ -175,8 +227,6 @@ def test_a_poison_message_fails_its_job_with_the_error_naming_fields_not_values(
 def test_embeddings_are_batched_across_messages(client, uid, stack):
     """While the embed worker is busy, messages queue up and share one model call."""
     from concurrent.futures import ThreadPoolExecutor
-
-    from workers.client import MnemeClient
 
     def send(i):
         with MnemeClient(stack.api_url) as c:
