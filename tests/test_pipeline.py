@@ -38,36 +38,19 @@ def drain(runtime, timeout=60.0):
 
 
 @contextmanager
-def pipeline_worker(stack, **env):
-    """The pipeline worker restarted with these MNEME_* settings, and as it was afterwards."""
+def restarted(stack, name, **env):
+    """The stack's process ``name`` restarted with these MNEME_* settings, and as it was afterwards."""
     saved = dict(stack.env)
-    stack.stop_one("worker-pipeline")
+    stack.stop_one(name)
     stack.env.update(env)
     try:
-        stack.start_one("worker-pipeline")
+        stack.start_one(name)
         stack.wait_ready(wait_embedder=False)
         yield
     finally:
-        stack.stop_one("worker-pipeline")
+        stack.stop_one(name)
         stack.env = saved
-        stack.start_one("worker-pipeline")
-        stack.wait_ready(wait_embedder=False)
-
-
-@contextmanager
-def api_process(stack, **env):
-    """The API restarted with these MNEME_* settings, and as it was afterwards."""
-    saved = dict(stack.env)
-    stack.stop_one("api")
-    stack.env.update(env)
-    try:
-        stack.start_one("api")
-        stack.wait_ready(wait_embedder=False)
-        yield
-    finally:
-        stack.stop_one("api")
-        stack.env = saved
-        stack.start_one("api")
+        stack.start_one(name)
         stack.wait_ready(wait_embedder=False)
 
 
@@ -84,7 +67,7 @@ def test_an_api_process_sends_the_extractions_of_what_it_accepted_together_as_on
     drain(runtime)
     stack.stop_one("worker-pipeline")  # the tasks wait in their queue, to be read
     try:
-        with api_process(stack, MNEME_EXTRACT_SEND_INTERVAL_S="600", MNEME_EXTRACT_BATCH_SIZE="3"):
+        with restarted(stack, "api", MNEME_EXTRACT_SEND_INTERVAL_S="600", MNEME_EXTRACT_BATCH_SIZE="3"):
             jobs = []
             for i in range(7):
                 text = f"我喜欢{LIKES[i]}" if i % 2 else f"I love {LIKES[i]}"
@@ -304,7 +287,8 @@ def test_a_poison_request_in_a_batch_fails_alone_and_the_others_of_every_user_ar
     except BaseException:
         stack.start_one("worker-pipeline")
         raise
-    with pipeline_worker(stack, MNEME_EXTRACT_BATCH_SIZE=str(len(queued)), MNEME_EXTRACT_FLUSH_INTERVAL_S="600"):
+    with restarted(stack, "worker-pipeline", MNEME_EXTRACT_BATCH_SIZE=str(len(queued)),
+                   MNEME_EXTRACT_FLUSH_INTERVAL_S="600"):
         done = client.wait([*good, poison_job], timeout=60)
     assert [j.state for j in done] == ["done"] * 8 + ["failed"]
     extracted_at = [j.stages["extract"] for j in done[:8]]
