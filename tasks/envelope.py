@@ -9,8 +9,8 @@ that caused each beside them in ``request_ids``: a batch has no one request), re
 The message is what ``app.send_task`` puts on a kombu Redis-transport queue (Celery message protocol 2,
 JSON), with two differences: the body is plain JSON (no ``body_encoding``, which kombu then reads as is), and
 no ``task-sent`` event is sent (Flower sees the task from ``task-received`` on). Like every Mneme task it
-carries ids only — the message is the job's (``memory.state.jobs``). It works because the broker is the
-working-memory Redis (``Settings.broker_url``).
+carries ids only — the message is the job's (``memory.state.jobs``). ``memory.state.dispatch`` LPUSHes it
+onto the broker's Redis (``Settings.broker_url``).
 """
 
 from __future__ import annotations
