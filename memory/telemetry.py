@@ -55,7 +55,7 @@ HTTP_SECONDS = Histogram(
     "mneme_http_request_seconds", "HTTP request latency by method, route template and status.",
     ("method", "route", "status"), registry=REGISTRY)
 WORKING_OPS = Counter(
-    "mneme_working_memory_ops_total", "Working-memory Lua steps run, by op (append, read, rollback, get).",
+    "mneme_working_memory_ops_total", "Working-memory Lua steps run, by op (append, read, before, rollback, get).",
     ("op",), registry=REGISTRY)
 WORKING_OP_SECONDS = Histogram(
     "mneme_working_memory_op_seconds", "Latency of one working-memory Lua step, by op.", ("op",),

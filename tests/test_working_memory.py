@@ -158,3 +158,15 @@ def test_post_can_return_the_window_in_the_same_step(client, uid):
     again = post(client, uid, 2, "I prefer short answers", ts=1_700_000_005, window=True)
     assert again.duplicate and again.window == late.window
     assert post(client, uid, 3, "好的").window is None  # only when asked
+
+
+def test_the_turn_before_a_message_is_the_one_before_it_in_the_window(client, uid, runtime):
+    """What a reply answers (its context for embedding): the message before it in the window's order (client
+    time, not arrival); none for the first, for one taken back or unknown, or in a session that is gone."""
+    for i, ts in [(1, 100.0), (2, 300.0), (3, 200.0), (4, 400.0)]:
+        post(client, uid, i, f"第{i}条 message {i}", ts=1_700_000_000 + ts, role="assistant" if i % 2 else "user")
+    client.rollback(f"s{uid}")  # takes m4 back
+    asked = [("default", f"s{uid}", m) for m in ("m1", "m3", "m2", "m4", "nope")] + [("default", f"gone{uid}", "m1")]
+    turns = runtime.working.turns_before(asked)
+    assert [t.message_id if t else None for t in turns] == [None, "m1", "m3", None, None, None]
+    assert turns[1].content == "第1条 message 1" and turns[1].role == "assistant"

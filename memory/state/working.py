@@ -253,22 +253,24 @@ class WorkingMemory:
 
     def turns_before(self, messages: Sequence[tuple[str, str, str]]) -> list[StoredMessage | None]:
         """For each (tenant, session id, message id), the message just before it in the session's window
-        (None: it is the first, out of the window, or the session is gone); each session read once, all in
-        one round trip, and only the records wanted parsed."""
-        sessions = list(dict.fromkeys((tenant, session_id) for tenant, session_id, _ in messages))
-        pipe = self._redis.pipeline(transaction=False)
-        for tenant, session_id in sessions:
-            self._script(keys=self._keys(tenant, session_id), args=["read", ""], client=pipe)
-        with telemetry.observe_working("read"):
-            replies = dict(zip(sessions, pipe.execute(), strict=True))
-        turns: list[StoredMessage | None] = []
+        (None: it is the first, out of the window, or the session is gone); one step a session, which
+        returns only those records, all in one round trip."""
+        sessions: dict[tuple[str, str], list[str]] = {}
         for tenant, session_id, message_id in messages:
-            reply = replies[(tenant, session_id)]
-            records: list[str] = [] if reply[0] == "nosession" else reply[3]
-            marker = f'"m":{json.dumps(message_id, ensure_ascii=False)},'  # as append writes it (content is escaped)
-            at = next((i for i, record in enumerate(records) if marker in record), None)
-            turns.append(self._opened(tenant, reply[4], self._parse(session_id, [records[at - 1]]))[0] if at else None)
-        return turns
+            sessions.setdefault((tenant, session_id), []).append(message_id)
+        pipe = self._redis.pipeline(transaction=False)
+        for (tenant, session_id), message_ids in sessions.items():
+            self._script(keys=self._keys(tenant, session_id), args=["before", *message_ids], client=pipe)
+        with telemetry.observe_working("before"):
+            replies = pipe.execute()
+        found: dict[tuple[str, str, str], StoredMessage] = {}
+        for ((tenant, session_id), message_ids), reply in zip(sessions.items(), replies, strict=True):
+            if reply[0] == "nosession":
+                continue
+            wanted = [(m, record) for m, record in zip(message_ids, reply[2:], strict=True) if record]
+            opened = self._opened(tenant, reply[1], self._parse(session_id, [record for _, record in wanted]))
+            found |= {(tenant, session_id, m): turn for (m, _), turn in zip(wanted, opened, strict=True)}
+        return [found.get(m) for m in messages]
 
     def _opened(self, tenant: str, user_id: str, records: list[StoredMessage]) -> list[StoredMessage]:
         if not any(r.content.startswith(SEALED_TEXT) for r in records):

@@ -4,7 +4,7 @@
 -- (counters.lua) and job_accept (jobs.lua). Every key is in the session's shard (one hash tag: one slot of a
 -- cluster); the caller pushes the tasks a step decides onto the broker after it (``memory.state.dispatch``).
 -- KEYS: meta, msg, full, snap, ids, job, pending, user_sessions, metrics, retracting[, job keys ('seal')]
--- ARGV[1] = op: 'append' | 'rollback' | 'read' | 'get' | 'held' | 'seal' | 'child'
+-- ARGV[1] = op: 'append' | 'rollback' | 'read' | 'before' | 'get' | 'held' | 'seal' | 'child'
 --
 -- Whether the session's user is a child is kept in meta ('child': '1' or '0'), so the accept step need not
 -- read the user's policy (another slot): set from the policy its caller read when the session starts, and
@@ -327,6 +327,23 @@ if op == 'read' then
   local spans = snapshot(version)
   if not spans then return {'gone', head} end
   return {'ok', head, version, records(spans), redis.call('HGET', meta, 'user') or ''}
+end
+
+if op == 'before' then
+  -- ARGV: op, message ids. For each, the record of the message just before it in the head snapshot ('' if
+  -- it is the first, not in the window, or unknown): the turn a reply answers, without the whole window.
+  local head = tonumber(redis.call('HGET', meta, 'head'))
+  if not head then return {'nosession'} end
+  local seqs = expand(snapshot(head) or {})
+  local at = {}
+  for i, seq in ipairs(seqs) do at[seq] = i end
+  local out = {'ok', redis.call('HGET', meta, 'user') or ''}
+  for n = 2, #ARGV do
+    local seen = redis.call('HGET', ids, ARGV[n])
+    local i = seen and at[tonumber(string.sub(seen, 1, string.find(seen, '|', 1, true) - 1))]
+    out[#out + 1] = (i and i > 1) and (redis.call('HGET', msg, seqs[i - 1]) or '') or ''
+  end
+  return out
 end
 
 if op == 'get' then
