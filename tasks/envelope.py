@@ -4,7 +4,8 @@ follow (embed, graph), a rollback's retraction, the audit records held in the ou
 Celery publish (two publishes were a third of the pipeline worker's CPU).
 
 A stage's message names its jobs: one (``job_id``) or a batch (``job_ids``, with the id of the HTTP request
-that caused each beside them in ``request_ids``: a batch has no one request), read by ``jobs_of``.
+that caused each beside them in ``request_ids``: a batch has no one request), read by
+``memory.state.broker.jobs_of``.
 
 The message is what ``app.send_task`` puts on a kombu Redis-transport queue (Celery message protocol 2,
 JSON), with two differences: the body is plain JSON (no ``body_encoding``, which kombu then reads as is), and
@@ -54,16 +55,3 @@ def batch_message(task: str, jobs: Sequence[tuple[str, str | None]], queue: str)
     kwargs = {"job_ids": [job_id for job_id, _ in jobs], "request_ids": [rid for _, rid in jobs]}
     return task_message(task, str(uuid.uuid4()), kwargs, queue)
 
-
-def jobs_of(kwargs: dict[str, Any], request_id: str | None) -> list[tuple[str, str | None]] | None:
-    """The jobs a stage's task message names, each with the HTTP request that caused it: one (``job_id``:
-    a retry's, a dead letter's sent again, an operator's; ``request_id`` is its message's) or a batch
-    (``job_ids`` and ``request_ids``); None if it names none."""
-    if "job_ids" not in kwargs:
-        job_id = kwargs.get("job_id")
-        return [(job_id, request_id)] if isinstance(job_id, str) else None
-    job_ids, request_ids = kwargs["job_ids"], kwargs.get("request_ids")
-    if not (isinstance(job_ids, list) and job_ids and all(isinstance(j, str) for j in job_ids)):
-        return None
-    rids = [r if isinstance(r, str) else None for r in request_ids] if isinstance(request_ids, list) else []
-    return list(zip(job_ids, rids + [None] * (len(job_ids) - len(rids)), strict=False))

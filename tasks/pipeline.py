@@ -23,11 +23,12 @@ from memory.errors import InvalidInput, TransientError, described
 from memory.logs import request_id
 from memory.mneme import Mneme, get_mneme
 from memory.models import Message
+from memory.state.broker import jobs_of
 from memory.state.jobs import Declaration, JobInput
 from memory.state.policy import Policy
 from memory.state.working import Retraction
 from tasks.base import MnemeTask
-from tasks.envelope import batch_message, jobs_of, task_message
+from tasks.envelope import batch_message, task_message
 from tasks.signals import REQUEST_ID_HEADER
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ import os
 import signal
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,7 @@ from redis.crc import key_slot
 from memory import ids
 from memory.mneme import Mneme
 from memory.state import keys
+from tests.polling import wait_until
 from workers.client import MnemeAPIError, MnemeClient
 from workers.local.cluster import LocalCluster, LocalNode
 from workers.local.stack import Stack, free_port
@@ -83,13 +84,6 @@ def masters_holding(cluster: LocalCluster, tags: list[str]) -> set[int]:
     return {cluster.master_of(keys_slot(tag)).port for tag in tags}
 
 
-def wait_until(check: Callable[[], bool], what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"not {what} after {timeout} s"
-        time.sleep(0.05)
-
-
 def caught_up(master: LocalNode) -> None:
     """Wait until the master's replicas have every write it acknowledged so far (their replication offset
     reached its own; WAIT would count only the writes of the connection that asks)."""
@@ -100,7 +94,7 @@ def caught_up(master: LocalNode) -> None:
         offsets = [int(v["offset"]) for k, v in info.items() if k.startswith("slave") and isinstance(v, dict)]
         return bool(offsets) and min(offsets) >= target
 
-    wait_until(replicated, f"replicated by the replicas of {master.port}", timeout=30)
+    wait_until(replicated, 30, f"replicated by the replicas of {master.port}")
 
 
 def test_the_pipeline_runs_on_every_master(client, cluster, rt):
@@ -120,7 +114,7 @@ def test_the_pipeline_runs_on_every_master(client, cluster, rt):
     undone = client.rollback(sessions[users[1]])  # undo: its retraction runs and is recorded as done
     assert [m.message_id for m in undone.removed] == ["m1"]
     wait_until(lambda: not rt.working.unfinished_retractions(0, 10)
-               and not client.recall(user_id=users[1], query="chess").events, "the undone message forgotten")
+               and not client.recall(user_id=users[1], query="chess").events, 60, "the undone message forgotten")
 
     receipt = client.erase(users[2])
     assert receipt.complete and not any(receipt.remaining.values()), receipt

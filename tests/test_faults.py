@@ -60,6 +60,7 @@ from memory.state.broker import job_ids_of
 from memory.text import clean
 from tasks.maintenance import lost_jobs
 from tests.accepted import reopen_job, write_job
+from tests.polling import wait_until
 from workers.celery_app import create_celery
 from workers.client import MnemeClient
 from workers.local.stack import Stack, free_port
@@ -164,16 +165,6 @@ def children(pid: int) -> list[int]:
             if stat and int(stat[1]) == pid and stat[0] != "Z":
                 found.append(int(entry.name))
     return found
-
-
-def wait_until(check, timeout: float, what: str, interval: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(interval)
-    raise TimeoutError(f"{what}: not after {timeout}s")
 
 
 def unacked(rt: Mneme) -> dict[str, tuple[str, str, str]]:

@@ -14,6 +14,7 @@ from memory.models import Role
 from memory.state import keys
 from memory.state.broker import job_ids_of
 from tests.accepted import reopen_job, write_job
+from tests.polling import wait_until
 from workers.celery_app import create_celery
 from workers.client import MnemeClient
 from workers.local import demo
@@ -277,13 +278,11 @@ def test_a_poison_request_in_a_batch_fails_alone_and_the_others_of_every_user_ar
         poison = celery.send_task("memory.extract", kwargs={"job_id": poison_job}).id
         nameless = celery.send_task("memory.extract", kwargs={}).id
         good += [say(i) for i in range(4, 8)]
-        deadline = time.monotonic() + 10
-        while True:
+        def sent() -> list[str]:
             queued = runtime.state.client.lrange("extract", 0, -1)
-            if set(good) <= {j for m in queued for j in job_ids_of(m)}:
-                break
-            assert time.monotonic() < deadline, "the API did not send the extractions"
-            time.sleep(0.05)
+            return queued if set(good) <= {j for m in queued for j in job_ids_of(m)} else []
+
+        queued = wait_until(sent, 10, "the API sent the extractions")
     except BaseException:
         stack.start_one("worker-pipeline")
         raise

@@ -9,6 +9,7 @@ import pytest
 from memory import ids
 from memory.episodic import ALL_STATUSES
 from memory.state import keys
+from tests.polling import wait_until
 from workers.celery_app import create_celery
 from workers.client import MnemeAPIError
 
@@ -24,17 +25,9 @@ def window(client, uid, session="a"):
     return [m.message_id for m in client.messages(f"{session}{uid}").messages]
 
 
-def wait_until(check, what, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"not {what} after {timeout}s")
-        time.sleep(0.1)
-
-
 def wait_retracted(client, job_id):
     """A retracted message's job says so once nothing of it is left in long-term memory."""
-    wait_until(lambda: client.job(job_id).state == "retracted", f"retracted: {job_id}")
+    wait_until(lambda: client.job(job_id).state == "retracted", 60, f"retracted: {job_id}")
 
 
 def drained(runtime):
@@ -145,7 +138,7 @@ def test_retracting_again_changes_nothing(client, uid, runtime, stack):
     for _ in range(2):  # the broker redelivers the retraction, twice
         celery.send_task("memory.retract", queue="extract", kwargs={
             "tenant": TENANT, "user_id": f"u{uid}", "session_id": f"a{uid}", "message_ids": ["m1"]})
-    wait_until(lambda: drained(runtime), "drained")
+    wait_until(lambda: drained(runtime), 60, "drained")
     after = (runtime.episodic.store.dump(TENANT, f"u{uid}", statuses=ALL_STATUSES),
              runtime.semantic.profile(TENANT, f"u{uid}", include_inactive=True), client.job(accepted.job_id))
     assert after == before
@@ -161,7 +154,7 @@ def test_undoing_a_message_whose_work_is_still_queued_leaves_nothing_of_it(clien
         stack.start_one("worker-pipeline")
         stack.wait_ready(wait_embedder=False)
     wait_retracted(client, accepted.job_id)
-    wait_until(lambda: drained(runtime), "drained")
+    wait_until(lambda: drained(runtime), 60, "drained")
     assert runtime.episodic.store.dump(TENANT, f"u{uid}", statuses=ALL_STATUSES) == []
     assert runtime.semantic.profile(TENANT, f"u{uid}", include_inactive=True) == []
     events, facts = recalled(client, uid, "天文学 我几岁")
@@ -181,6 +174,6 @@ def test_a_retraction_whose_task_never_reached_the_broker_is_re_sent_by_the_redr
     key = keys.retracting(ids.shard(TENANT, f"a{uid}"))
     runtime.state.client.zadd(key, {recorded.member(): time.time() - 3600})  # recorded an hour ago
     create_celery(stack.settings).send_task("memory.redrive", kwargs={"limit": 1000})
-    wait_until(lambda: "m1" not in recalled(client, uid, "chemistry")[0], "removed by the re-sent retraction")
-    wait_until(lambda: not runtime.state.client.zscore(key, recorded.member()), "the retraction done")
+    wait_until(lambda: "m1" not in recalled(client, uid, "chemistry")[0], 60, "removed by the re-sent retraction")
+    wait_until(lambda: not runtime.state.client.zscore(key, recorded.member()), 60, "the retraction done")
     assert all("m1" not in b.message_ids for b in client.profile(f"u{uid}").beliefs)

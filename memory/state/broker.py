@@ -88,7 +88,18 @@ def job_ids_of(message: str | bytes | dict[str, Any]) -> list[str]:
         _, kwargs, _ = json.loads(body)
     except (ValueError, KeyError, TypeError, AttributeError):
         return []
-    if not isinstance(kwargs, dict):
-        return []
-    named = kwargs.get("job_ids", [kwargs.get("job_id")])
-    return [j for j in named if isinstance(j, str)] if isinstance(named, list) else []
+    return [job_id for job_id, _ in jobs_of(kwargs, None) or []] if isinstance(kwargs, dict) else []
+
+
+def jobs_of(kwargs: dict[str, Any], request_id: str | None) -> list[tuple[str, str | None]] | None:
+    """The jobs a stage's task message names (``tasks.envelope`` writes them), each with the HTTP request
+    that caused it: one (``job_id``: a retry's, a dead letter's sent again, the redrive's; ``request_id`` is
+    its message's) or a batch (``job_ids`` and ``request_ids``); None if it names none."""
+    if "job_ids" not in kwargs:
+        job_id = kwargs.get("job_id")
+        return [(job_id, request_id)] if isinstance(job_id, str) else None
+    job_ids, request_ids = kwargs["job_ids"], kwargs.get("request_ids")
+    if not (isinstance(job_ids, list) and job_ids and all(isinstance(j, str) for j in job_ids)):
+        return None
+    rids = [r if isinstance(r, str) else None for r in request_ids] if isinstance(request_ids, list) else []
+    return list(zip(job_ids, rids + [None] * (len(job_ids) - len(rids)), strict=False))
