@@ -459,13 +459,13 @@ def bench_e2e(stack: Stack, n: int) -> dict:
         return role, f"{text} #{i}"
 
     bodies = [_message_body(i, unique(i)[1], unique(i)[0], 40, 25, ts + i) for i in range(n)]
-    cpu_before = _cpu_seconds(stack)
+    cpu_before, client_before = _cpu_seconds(stack), sum(os.times()[:2])
     started = time.perf_counter()
     job_ids = asyncio.run(_enqueue_all(stack.api_port, bodies, 16))
     enqueued = time.perf_counter() - started
     states = _wait_finished(Mneme(stack.settings).state.jobs, job_ids, started, 0.1)
     elapsed = time.perf_counter() - started
-    cpu_after = _cpu_seconds(stack)
+    cpu_after, client_cpu = _cpu_seconds(stack), sum(os.times()[:2]) - client_before
     import httpx
 
     probe = httpx.post(stack.api_url + "/v1/recall", json={"user_id": "u1", "query": bodies[1]["content"]},
@@ -494,6 +494,7 @@ def bench_e2e(stack: Stack, n: int) -> dict:
         "recall_probe_events": len(probe.get("events", [])),
         "cpu_seconds_per_process": {k: round(cpu_after.get(k, 0) - v, 2) for k, v in cpu_before.items()},
         "cpu_ms_per_message": round(sum(cpu_after.get(k, 0) - v for k, v in cpu_before.items()) / n * 1000, 2),
+        "client_cpu_ms_per_message": round(client_cpu / n * 1000, 2),  # this process: it sends, then polls
     }
 
 

@@ -116,12 +116,17 @@ def _footprint(f: dict) -> list[Row]:
 
 
 def _e2e(e: dict) -> list[Row]:
-    raw = e["raw_embedder_sentences_per_s"]
+    raw, cpus = e["raw_embedder_sentences_per_s"], e.get("machine", {}).get("cpus")
+    client = e.get("client_cpu_ms_per_message")  # the bench's own client shares the CPUs
+    ceiling = div(cpus and cpus * 1000, client and e["cpu_ms_per_message"] + client)  # every CPU busy, none idle
     return [
         row("end-to-end enqueue -> done", "{:.0f} msg/s", e["mneme_messages_per_s"], HIGHER,
             show("{:.0f} sent/s", raw), show("{:.2f}x", e["ratio"]), ">= 0.8x embedder", at_least(e["ratio"], 0.8)),
         row("  CPU per message, all stack processes", "{:.1f} ms", e["cpu_ms_per_message"], LOWER,
             show("{:.1f} ms", div(1000, raw))),
+        *([row("  its client's CPU per message (this bench: it sends, then polls)", "{:.1f} ms", client, LOWER),
+           row(f"  the most {cpus} CPUs allow at the two (all busy, none idle)", "{:.0f} msg/s", ceiling, HIGHER,
+               show("{:.0f} sent/s", raw), show("{:.2f}x", div(ceiling, raw)))] if ceiling else []),
         *([row("  the pipeline alone: a backlog drained by the workers", "{:.0f} msg/s", alone["messages_per_s"],
                HIGHER, show("{:.0f} sent/s", raw), show("{:.2f}x", alone["ratio"]))]
           if (alone := e.get("pipeline_alone")) else []),
