@@ -16,6 +16,8 @@ takes their names):
                 their jobs are finished (and, for information, while every one is still pending).
 - ``e2e``       messages/s from POST /v1/messages (real stack) until every job is done, vs the raw embedder.
 - ``api``       POST /v1/messages latency under an open-loop 500 requests/s load, against the same stack.
+- ``reads``     recall p50/p95 over HTTP with every read recorded (the read audit) vs an API process of the
+                same stack that records none, asked the same queries in turn (``bench/read_audit.py``).
 - ``recall``    episodic search p50/p95 with N users × 1,000 messages (200 live events, the rest in the deep
                 tier: all searched) in the embedded SQLite store, two sizes up to 2 M stored messages.
 - ``extract``   rule extraction messages/s on one core.
@@ -49,6 +51,7 @@ import numpy as np
 import redis
 
 from bench import readme
+from bench.read_audit import bench_read_audit
 from memory import ids
 from memory.mneme import Mneme
 from memory.models import Message, Role
@@ -924,6 +927,12 @@ def notes(r: dict) -> list[str]:
                    f"{a['service_p99_ms']:.2f} ms; generator max lag {a['generator_max_lag_ms']:.1f} ms; raw "
                    f"baselines under the same uvicorn and load: bench/raw_asgi.py `app` (read the body, answer 202) "
                    f"and `redis_app` (the same plus one redis-py pipeline doing the least an accept writes)")
+    if "reads" in r:
+        rd = r["reads"]
+        out.append(f"read audit: {rd['queries']} recalls (k=5, with the session's window) of {rd['users']} users "
+                   f"holding {rd['messages']} messages, asked in turn of the stack's API and of a second API process "
+                   f"with MNEME_READ_AUDIT=false (the raw baseline), sequential, keep-alive; reads recorded by the "
+                   f"worker: {rd['reads_recorded']}")
     if "recall" in r:
         rc = r["recall"]
         out.append("recall: memory.recall.search_events with a real query embedding (k=5, inferred types), both "
@@ -1007,6 +1016,8 @@ def main() -> None:
                     run("api", "enqueue API under load", lambda: bench_api(stack, args.api_rate, args.api_seconds))
             finally:
                 stack.stop()
+        if "reads" in only:
+            run("reads", "read audit", lambda: bench_read_audit(tmp / "reads", args.recall_queries))
         if "recall" in only:
             sizes = [int(x) for x in args.recall_users.split(",")]
             run("recall", "recall at scale", with_redis(tmp / "recall-redis", lambda st: bench_recall(

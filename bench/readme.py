@@ -133,6 +133,17 @@ def _e2e(e: dict) -> list[Row]:
     ]
 
 
+def _reads(r: dict) -> list[Row]:
+    on, off = r["audited"], r["not_audited"]
+    return [
+        row("recall p95 over HTTP, every read recorded (read audit)", "{:.2f} ms", on["p95_ms"], LOWER,
+            show("{:.2f} ms", off["p95_ms"]), show("{:.2f}x", r["p95_ratio"]), "<= 1.10x not recorded",
+            at_most(r["p95_ratio"], 1.10)),
+        row("  recall p50, the same", "{:.2f} ms", on["p50_ms"], LOWER, show("{:.2f} ms", off["p50_ms"]),
+            show("{:.2f}x", div(on["p50_ms"], off["p50_ms"]))),
+    ]
+
+
 def _api(a: dict) -> list[Row]:
     rate, light, alone, raw = a["target_rate"], a["at_50_per_s"], a["workers_stopped"], a.get("raw_asgi", {})
     accepted = set(a["statuses"]) in ({"202"}, {202}) and set(alone["statuses"]) in ({"202"}, {202})
@@ -207,7 +218,7 @@ def _embedder(e: dict) -> list[Row]:
 #: every section's rows, in table order
 SECTION_ROWS: dict[str, Callable[[dict], list[Row]]] = {
     "working": _working, "cluster": _cluster, "memory": _memory, "footprint": _footprint, "e2e": _e2e, "api": _api,
-    "recall": _recall, "extract": _extract, "embedder": _embedder}
+    "reads": _reads, "recall": _recall, "extract": _extract, "embedder": _embedder}
 
 
 def rows(results: dict) -> list[Row]:

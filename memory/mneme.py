@@ -1,6 +1,7 @@
 """The composition root: one process's Mneme, built lazily from settings.
 
-It opens the ports (the episodic store, the graph, the cold archive, the audit sink: ``memory.registry``)
+It opens the ports (the episodic store, the graph, the cold archive, the audit sink, the read log:
+``memory.registry``)
 and hands each to the service that owns it; the rest of Mneme talks to the services, never to a port:
 
 - ``working``: working memory (``memory.state.working``), and the rest of the Redis state (``state``);
@@ -9,6 +10,7 @@ and hands each to the service that owns it; the rest of Mneme talks to the servi
 - ``privacy``: consent, child mode, erasure, export (``memory.services.privacy``);
 - ``maintenance``: archival, noise, compaction, and the cold archive (``memory.services.maintenance``);
 - ``trail``: the audit trail, through the outbox (``memory.services.trail``);
+- ``reads``: who was shown what about a user (``memory.services.reads``);
 - ``embedder`` / ``embed_query`` and ``llm``: the models.
 
 The API and every worker build one ``Mneme`` (``get_mneme()``); tests build their own.
@@ -32,10 +34,12 @@ from memory.episodic import EpisodicStore
 from memory.errors import TransientError
 from memory.graph import GraphStore
 from memory.llm import LLMExtractor
+from memory.reads import ReadLog
 from memory.registry import open_backend
 from memory.services.episodic import EpisodicMemory
 from memory.services.maintenance import Maintenance
 from memory.services.privacy import Privacy
+from memory.services.reads import ReadAudit
 from memory.services.semantic import SemanticMemory
 from memory.services.trail import AuditTrail
 from memory.settings import Settings, get_settings
@@ -95,6 +99,10 @@ class Mneme:
     def _audit_sink(self) -> AuditSink:
         return open_backend("audit", self.settings.audit, self.settings)
 
+    @cached_property
+    def _read_log(self) -> ReadLog:
+        return open_backend("reads", self.settings.reads, self.settings)
+
     # --- the services ---------------------------------------------------------------------------------
     @property
     def working(self) -> WorkingMemory:
@@ -102,7 +110,12 @@ class Mneme:
 
     @cached_property
     def trail(self) -> AuditTrail:
-        return AuditTrail(self.state.outbox, self._audit_sink, self.state.counters, self.user_hash_key)
+        return AuditTrail(self.state.outbox, self._audit_sink, self._read_log, self.state.counters,
+                          self.user_hash_key)
+
+    @cached_property
+    def reads(self) -> ReadAudit:
+        return ReadAudit(self._read_log, self.trail, self.user_hash_key, self.settings.read_audit)
 
     @cached_property
     def episodic(self) -> EpisodicMemory:
@@ -125,7 +138,8 @@ class Mneme:
         """Every store of user data (``memory.userdata``), in erasure order: the key last."""
         state = self.state
         return (state.working, state.policies, state.reviews, state.devices, state.dead_letters,
-                state.feedback_pairs, self.episodic, self.semantic, self.maintenance, UserKey(self.user_keys))
+                state.feedback_pairs, self.episodic, self.semantic, self.maintenance, self.reads,
+                UserKey(self.user_keys))
 
     @cached_property
     def llm(self) -> LLMExtractor:
@@ -190,6 +204,7 @@ class Mneme:
             "episodic": lambda: self.episodic.ping(),
             "graph": lambda: self.semantic.ping(),
             "audit": lambda: self.trail.sink.ping(),
+            "reads": lambda: self.reads.ping(),
             "archive": lambda: self.maintenance.ping(),
         }
         report = {}

@@ -1,6 +1,6 @@
 """Backends are chosen by URL scheme through this registry of lazy import paths.
 
-Each role (episodic, graph, embedder, audit, archive, keys) maps a scheme to ``"module:Class"``; the class is
+Each role (episodic, graph, embedder, audit, reads, archive, keys) maps a scheme to ``"module:Class"``; the class is
 imported only when a URL asks for it, and is built with ``Class.from_url(url, settings)``.
 """
 
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from memory.graph.sqlite import SQLiteGraphStore
     from memory.keystore import KeyStore
     from memory.keystore.sqlite import SQLiteKeyStore
+    from memory.reads import ReadLog
+    from memory.reads.sqlite import SQLiteReadLog
     from memory.state.user_keys import RedisKeyStore
 
 BACKENDS: dict[str, dict[str, tuple[str, str]]] = {
@@ -55,6 +57,9 @@ BACKENDS: dict[str, dict[str, tuple[str, str]]] = {
         "elasticsearch": ("memory.audit.elasticsearch:ElasticsearchAuditSink", "elasticsearch"),
         "elasticsearchs": ("memory.audit.elasticsearch:ElasticsearchAuditSink", "elasticsearch"),
     },
+    "reads": {
+        "sqlite": ("memory.reads.sqlite:SQLiteReadLog", ""),
+    },
     "keys": {
         "sqlite": ("memory.keystore.sqlite:SQLiteKeyStore", ""),
         "redis": ("memory.state.user_keys:RedisKeyStore", ""),
@@ -76,6 +81,7 @@ if TYPE_CHECKING:
     _EMBEDDER: list[Callable[[str, Settings], Embedder]] = [USEEmbedder.from_url,
                                                             SentenceTransformerEmbedder.from_url]
     _AUDIT: list[Callable[[str, Settings], AuditSink]] = [FileAuditLog.from_url, ElasticsearchAuditSink.from_url]
+    _READS: list[Callable[[str, Settings], ReadLog]] = [SQLiteReadLog.from_url]
     _KEYS: list[Callable[[str, Settings], KeyStore]] = [SQLiteKeyStore.from_url, RedisKeyStore.from_url]
     _ARCHIVE: list[Callable[[str, Settings], ColdStore]] = [LocalColdStore.from_url, S3ColdStore.from_url]
 
@@ -89,13 +95,15 @@ def open_backend(role: Literal["embedder"], url: str, settings: Settings) -> Emb
 @overload
 def open_backend(role: Literal["audit"], url: str, settings: Settings) -> AuditSink: ...
 @overload
+def open_backend(role: Literal["reads"], url: str, settings: Settings) -> ReadLog: ...
+@overload
 def open_backend(role: Literal["keys"], url: str, settings: Settings) -> KeyStore: ...
 @overload
 def open_backend(role: Literal["archive"], url: str, settings: Settings) -> ColdStore: ...
 
 
 def open_backend(role: str, url: str, settings: Settings
-                 ) -> EpisodicStore | GraphStore | Embedder | AuditSink | KeyStore | ColdStore:
+                 ) -> EpisodicStore | GraphStore | Embedder | AuditSink | ReadLog | KeyStore | ColdStore:
     scheme = url.split("://", 1)[0] if "://" in url else ""
     known = BACKENDS[role]
     if scheme not in known:
@@ -110,6 +118,6 @@ def open_backend(role: str, url: str, settings: Settings
         hint = f"pip install 'mneme[{extra}]'" if extra else "reinstall mneme"
         raise ConfigurationError(f"{role} backend {scheme!r} is not installed ({exc}); {hint}") from exc
     # the class named for this role in BACKENDS: checked against the role's port above
-    backend: EpisodicStore | GraphStore | Embedder | AuditSink | KeyStore | ColdStore = (
+    backend: EpisodicStore | GraphStore | Embedder | AuditSink | ReadLog | KeyStore | ColdStore = (
         getattr(module, attr).from_url(url, settings))
     return backend

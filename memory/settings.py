@@ -30,6 +30,11 @@ class Settings(BaseSettings):
     episodic_url: str = Field("", description="Episodic store URL; empty = sqlite file in data_dir.")
     graph_url: str = Field("", description="Graph store URL; empty = sqlite file in data_dir.")
     audit_url: str = Field("", description="Audit sink URL; empty = hash-chained JSON-lines file in data_dir.")
+    reads_url: str = Field("", description="Read log (who was shown what about a user) URL: sqlite:///file; "
+                                           "empty = sqlite file in data_dir.")
+    read_audit: bool = Field(True, description="Record every recall, profile read and export in the audit trail "
+                                               "and the read log (memory.services.reads); off only to measure "
+                                               "what it costs.")
     archive_url: str = Field("", description="Cold archive URL: file:///dir or s3://bucket/prefix; empty = data_dir.")
     s3_endpoint_url: str = Field("", description="S3-compatible endpoint (MinIO, SeaweedFS); empty = AWS.")
     s3_access_key: str = ""
@@ -163,6 +168,10 @@ class Settings(BaseSettings):
     @property
     def keys(self) -> str:
         return self.store_url(self.keys_url, "keys.db")
+
+    @property
+    def reads(self) -> str:
+        return self.store_url(self.reads_url, "reads.db")
 
     @property
     def audit(self) -> str:

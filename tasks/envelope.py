@@ -55,3 +55,8 @@ def batch_message(task: str, jobs: Sequence[tuple[str, str | None]], queue: str)
     kwargs = {"job_ids": [job_id for job_id, _ in jobs], "request_ids": [rid for _, rid in jobs]}
     return task_message(task, str(uuid.uuid4()), kwargs, queue)
 
+
+
+def audit_message(records: list[dict[str, Any]], queue: str, request_id: str | None = None) -> tuple[str, str]:
+    """A ``memory.audit`` message writing ``records`` (what ``AuditTrail.submit`` pushes once they are held)."""
+    return task_message("memory.audit", str(uuid.uuid4()), {"records": records}, queue, request_id)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import gc
 import logging
 import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple, TypeVar
@@ -28,7 +27,7 @@ from memory.state.jobs import Declaration, JobInput
 from memory.state.policy import Policy
 from memory.state.working import Retraction
 from tasks.base import MnemeTask
-from tasks.envelope import batch_message, task_message
+from tasks.envelope import audit_message, batch_message
 from tasks.signals import REQUEST_ID_HEADER
 
 log = logging.getLogger(__name__)
@@ -248,11 +247,8 @@ def embed(requests: list[SimpleRequest]) -> int:
 def send_audit(records: list[dict[str, Any]]) -> None:
     """Through the audit trail's outbox, with their ``memory.audit`` task pushed once they are held (the
     redrive task re-sends them if the task never reaches a worker)."""
-    def task(held: list[dict[str, Any]]) -> tuple[str, str]:
-        queue = audit.app.conf.task_routes["memory.audit"]["queue"]
-        return task_message("memory.audit", str(uuid.uuid4()), {"records": held}, queue, request_id.get())
-
-    get_mneme().trail.submit(records, task=task)
+    queue = audit.app.conf.task_routes["memory.audit"]["queue"]
+    get_mneme().trail.submit(records, task=lambda held: audit_message(held, queue, request_id.get()))
 
 
 def _dead_letter(job: Job | SimpleRequest, exc: Exception, retries: int = 0) -> None:

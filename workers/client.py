@@ -18,6 +18,7 @@ from workers.schemas import (
     MessageAccepted,
     Policy,
     Profile,
+    Reads,
     RecallResult,
     Receipt,
     Role,
@@ -34,8 +35,11 @@ class MnemeAPIError(Exception):
 
 class MnemeClient:
     def __init__(self, base_url: str = "http://127.0.0.1:8080", timeout: float = 30.0,
-                 api_key: str | None = None) -> None:
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+                 api_key: str | None = None, agent: str | None = None) -> None:
+        """``agent`` names the agent calling: the read audit records it beside the API key."""
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        if agent:
+            headers["X-Mneme-Agent"] = agent
         self._http = httpx.Client(base_url=base_url, timeout=timeout, headers=headers)
 
     def __enter__(self) -> MnemeClient:
@@ -46,7 +50,8 @@ class MnemeClient:
 
     def _call(self, method: str, path: str, *, json: Mapping[str, object] | None = None,
               params: Mapping[str, str | int | float | bool | None] | None = None) -> dict[str, Any]:
-        response = self._http.request(method, path, json=json, params=params)
+        given = {k: v for k, v in (params or {}).items() if v is not None}  # an absent query parameter, not ""
+        response = self._http.request(method, path, json=json, params=given)
         if response.status_code >= 400:
             try:
                 body = response.json()
@@ -101,6 +106,15 @@ class MnemeClient:
     def erase(self, user_id: str, operator_id: str = "user") -> Receipt:
         """Erase the user from every layer; returns the receipt."""
         return Receipt.model_validate(self._call("DELETE", f"/v1/users/{user_id}", params={"operator_id": operator_id}))
+
+    def export(self, user_id: str) -> dict[str, Any]:
+        """Everything kept about the user (GDPR access), as one JSON document."""
+        return self._call("GET", f"/v1/users/{user_id}/export")
+
+    def reads(self, user_id: str, limit: int = 50, before: float | None = None) -> Reads:
+        """Who saw what about the user, newest first (``next_before`` pages on)."""
+        return Reads.model_validate(self._call("GET", f"/v1/users/{user_id}/reads",
+                                               params={"limit": limit, "before": before}))
 
     def job(self, job_id: str) -> JobStatus:
         return JobStatus.model_validate(self._call("GET", f"/v1/jobs/{job_id}"))

@@ -299,6 +299,25 @@ class Receipt(Wire):
     complete: bool
 
 
+class Read(Wire):
+    id: str
+    ts: float
+    action: str = Field(description="read.recall, read.profile or read.export.")
+    operator_id: str = Field(description="Who read: the API key's id ('development' with auth off; 'cli').")
+    agent: str | None = Field(None, description="The agent the caller named in X-Mneme-Agent.")
+    source: str = Field(description="Through what: api or cli.")
+    session_id: str | None = None
+    shown: dict[str, Any] = Field(description="The ids of what was shown, with why: a recall's messages, events "
+                                              "(score parts) and beliefs; a profile's beliefs and reviews; an "
+                                              "export's count per store. Never content.")
+
+
+class Reads(Wire):
+    user_id: str
+    reads: list[Read]
+    next_before: float | None = Field(description="Pass as before for the next page; null on the last.")
+
+
 # ops and errors
 
 

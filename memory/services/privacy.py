@@ -144,8 +144,10 @@ class Privacy:
         return {store.name: int(store.count(tenant, user_id)) for store in self._stores()}
 
     def export(self, tenant: str, user_id: str) -> dict[str, Any]:
-        """Everything kept about the user, store by store, opened where their key still exists."""
-        return {store.name: store.export(tenant, user_id) for store in self._stores()}
+        """Everything kept about the user as one document (GDPR access), store by store, opened where their
+        key still exists."""
+        return {"tenant": tenant, "user_id": user_id, "exported_at": time.time(),
+                **{store.name: store.export(tenant, user_id) for store in self._stores()}}
 
     def sweep(self, dry_run: bool = False, limit: int = 1000, batch_size: int = 1000) -> dict[str, Any]:
         """Re-run and verify erasures younger than the SLA; forget a user's raw id once verified after it."""

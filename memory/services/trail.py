@@ -2,14 +2,15 @@
 
 ``submit`` holds the records in the outbox (``memory.state.outbox``) first, so a record is never lost
 between a change and the sink: with a ``task`` (a worker's: the ``memory.audit`` message for them) it is
-pushed once they are held and the records travel as that task; without one (the API, the CLI) they are
-written to the sink at once. Either way they leave the
-outbox only once the sink has them (``write``), and the redrive task re-sends whatever is held too long
-— a sink that is down delays a record, it does not lose it, nor fail the change it records.
+pushed once they are held and the records travel as that task; without one (the API's changes, the CLI)
+they are written to the sink at once; ``hold`` only holds them (the API's reads: it sends them in batches).
+Either way they leave the outbox only once the sink has them (``write``; read records go to the read log
+too, ``memory.reads``), and the redrive task re-sends whatever is held too long — a sink that is down
+delays a record, it does not lose it, nor fail the change it records.
 
 Record ids are deterministic (``memory.audit.record``): what the change is, whom it is about, and the
-state change's own identity (an erasure's time, a job id, or a sequence number the tenant's counters
-hand out once), never the clock of the moment the record is built.
+state change's own identity (an erasure's time, a job id, a read's request id, or a sequence number the
+tenant's counters hand out once), never the clock of the moment the record is built.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from memory.audit import AuditSink, graph_write_record, layer_records, record
 from memory.episodic import AddReport
 from memory.graph import Change
+from memory.reads import ReadLog, is_read
 from memory.state.counters import Counters
 from memory.state.outbox import AuditOutbox
 from memory.userhash import user_hash
@@ -30,9 +32,11 @@ Task = Callable[[list[dict[str, Any]]], tuple[str, str]]  # records → (broker 
 
 
 class AuditTrail:
-    def __init__(self, outbox: AuditOutbox, sink: AuditSink, counters: Counters, user_hash_key: bytes) -> None:
+    def __init__(self, outbox: AuditOutbox, sink: AuditSink, reads: ReadLog, counters: Counters,
+                 user_hash_key: bytes) -> None:
         self._outbox = outbox
         self.sink = sink
+        self._reads = reads
         self._counters = counters
         self._hash_key = user_hash_key
 
@@ -52,6 +56,10 @@ class AuditTrail:
         """What left the live event layer (moved to the deep tier, or consolidated)."""
         return layer_records(self._hash_key, report)
 
+    def hold(self, records: Sequence[dict[str, Any]]) -> None:
+        """Only hold them: whoever holds records sends their task (the redrive re-sends what is held too long)."""
+        self._outbox.hold(records)
+
     def submit(self, records: Sequence[dict[str, Any]], task: Task | None = None) -> None:
         if not records:
             return
@@ -65,8 +73,10 @@ class AuditTrail:
             log.exception("could not write %d audit records now; the redrive task will", len(records))
 
     def write(self, records: Sequence[dict[str, Any]]) -> None:
-        """Into the sink, then out of the outbox (``memory.audit`` runs this)."""
+        """Into the sink (read records into the read log too), then out of the outbox (``memory.audit`` runs
+        this)."""
         self.sink.write(records)
+        self._reads.add([r for r in records if is_read(r)])
         self._outbox.release([r["id"] for r in records])
 
     def overdue(self, older_than_s: float, limit: int) -> list[dict[str, Any]]:

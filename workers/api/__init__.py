@@ -18,11 +18,12 @@ from fastapi import FastAPI
 
 from memory.mneme import Mneme, get_mneme
 from workers.api import beliefs, errors, feedback, health, jobs, messages, recall, users
-from workers.api.extractions import ExtractionSends
 from workers.api.observability import install
+from workers.api.sends import audit_sends, extraction_sends
 from workers.api.strict_json import StrictJsonRoute
 from workers.celery_app import ROUTES
 
+AUDIT_BATCH = 100  # read records per memory.audit task (the workers' own audit tasks carry up to 100 too)
 #: in this order, the OpenAPI document lists the paths as it always has
 ROUTERS = tuple(m.router for m in (messages, recall, beliefs, users, feedback, jobs, health))
 
@@ -33,6 +34,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     threading.Thread(target=app.state.mneme.warm_up, name="warm-up", daemon=True).start()
     yield
     app.state.extractions.close()  # what was accepted goes to extraction before the process ends
+    app.state.audits.close()  # and what was read to the audit trail
 
 
 def create_app(runtime: Mneme | None = None) -> FastAPI:
@@ -43,8 +45,10 @@ def create_app(runtime: Mneme | None = None) -> FastAPI:
     app.router.route_class = StrictJsonRoute  # /metrics too; each router sets its own (deps.resource_router)
     app.state.mneme = mneme
     settings = mneme.settings
-    app.state.extractions = ExtractionSends(mneme.state.dispatch, ROUTES["memory.extract"],
-                                            settings.extract_send_interval_s, settings.extract_batch_size)
+    app.state.extractions = extraction_sends(mneme.state.dispatch, ROUTES["memory.extract"],
+                                             settings.extract_send_interval_s, settings.extract_batch_size)
+    app.state.audits = audit_sends(mneme.state.dispatch, ROUTES["memory.audit"], settings.extract_send_interval_s,
+                                   AUDIT_BATCH)
     install(app, mneme.state.broker)  # JSON logs with request ids, request latency, GET /metrics
     for router in ROUTERS:
         app.include_router(router)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from memory.errors import Conflict, NotFound
-from workers.api.deps import Memory, OperatorId, PathId, Tenant, resource_router
+from workers.api.deps import Caller, Memory, OperatorId, PathId, Tenant, resource_router
 from workers.api.requests import BeliefIn, ResolveIn
 from workers.api.wire import out, out_all
 from workers.schemas import Belief, Profile, Review
@@ -14,10 +14,13 @@ router = resource_router()
 
 
 @router.get("/v1/users/{user_id}/profile", response_model=Profile, tags=["semantic memory"])
-def profile(tenant: Tenant, mneme: Memory, user_id: PathId, include_inactive: bool = False) -> Profile:
-    """What the agent believes about the user: effective (decayed) confidence, source, and why."""
-    return Profile(user_id=user_id, beliefs=out_all(Belief, mneme.semantic.profile(tenant, user_id, include_inactive)),
-                   open_reviews=out_all(Review, mneme.semantic.reviews.list_open(tenant, user_id)))
+def profile(caller: Caller, mneme: Memory, user_id: PathId, include_inactive: bool = False) -> Profile:
+    """What the agent believes about the user: effective (decayed) confidence, source, and why. Recorded as
+    read by the caller."""
+    beliefs = mneme.semantic.profile(caller.tenant, user_id, include_inactive)
+    reviews = mneme.semantic.reviews.list_open(caller.tenant, user_id)
+    mneme.reads.profiled(caller, user_id, beliefs, reviews)
+    return Profile(user_id=user_id, beliefs=out_all(Belief, beliefs), open_reviews=out_all(Review, reviews))
 
 
 @router.put("/v1/users/{user_id}/beliefs", response_model=Belief, tags=["semantic memory"])

@@ -3,14 +3,20 @@ router itself (its bodies read as strict JSON)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import re
+from typing import Annotated, Any
 
+from anyio import from_thread
 from fastapi import APIRouter, Depends, Path, Query, Request
 
+from memory.errors import InvalidInput
 from memory.mneme import Mneme
 from memory.models import ID_PATTERN, ID_RULE
-from workers.api.extractions import ExtractionSends
+from memory.services.reads import Reader
+from workers.api.sends import Sends
 from workers.api.strict_json import StrictJsonRoute
+
+AGENT_HEADER = "X-Mneme-Agent"
 
 
 async def mneme_of(request: Request) -> Mneme:
@@ -24,25 +30,45 @@ async def mneme_of(request: Request) -> Mneme:
 Memory = Annotated[Mneme, Depends(mneme_of)]
 
 
-async def extractions_of(request: Request) -> ExtractionSends:
+async def extractions_of(request: Request) -> Sends[tuple[str, str | None]]:
     """This process's sender of extraction tasks (``app.state.extractions``)."""
-    extractions: ExtractionSends = request.app.state.extractions
+    extractions: Sends[tuple[str, str | None]] = request.app.state.extractions
     return extractions
 
 
-Extractions = Annotated[ExtractionSends, Depends(extractions_of)]
+Extractions = Annotated[Sends[tuple[str, str | None]], Depends(extractions_of)]
 
 
 async def tenant_of(request: Request, mneme: Memory) -> str:
     """The caller's tenant: from the API key, or the development tenant when auth is off."""
     if not mneme.settings.auth_required:
+        request.state.key_id = "development"
         return mneme.settings.tenant
     header = request.headers.get("authorization", "")
     secret = header[7:].strip() if header.lower().startswith("bearer ") else request.headers.get("x-api-key")
-    return mneme.state.api_keys.authenticate(secret).tenant
+    key = mneme.state.api_keys.authenticate(secret)
+    request.state.key_id = key.key_id  # who reads, for the read audit (``reader_of``)
+    return key.tenant
 
 
 Tenant = Annotated[str, Depends(tenant_of)]
+
+
+async def reader_of(request: Request, tenant: Tenant) -> Reader:
+    """Who is reading, for the read audit: the tenant, the API key's id, and the agent the caller names in
+    ``X-Mneme-Agent`` (optional)."""
+    agent = request.headers.get(AGENT_HEADER)
+    if agent is not None and not re.fullmatch(ID_PATTERN, agent):
+        raise InvalidInput(f"{AGENT_HEADER} names the agent reading: {ID_RULE}")
+    audits: Sends[dict[str, Any]] = request.app.state.audits
+
+    def send(records: list[dict[str, Any]]) -> None:  # from the handler's worker thread to the event loop
+        from_thread.run_sync(audits.add, records)
+
+    return Reader(tenant, request.state.key_id, agent, send=send)
+
+
+Caller = Annotated[Reader, Depends(reader_of)]
 PathId = Annotated[str, Path(pattern=ID_PATTERN, description=ID_RULE)]
 OperatorId = Annotated[str, Query(pattern=ID_PATTERN, description="Who is acting (the user, a teacher, an agent).")]
 

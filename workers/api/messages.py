@@ -47,7 +47,7 @@ async def post_message(tenant: Tenant, mneme: Memory, extractions: Extractions, 
         device_id=body.device_id, child_seal_key=lambda: mneme.user_keys.get(tenant, body.user_id), read_back=window,
     )
     if not accepted.duplicate:
-        extractions.add(job_id, request_id.get())
+        extractions.add([(job_id, request_id.get())])
     return MessageAccepted(
         job_id=job_id, version=accepted.version, session_id=body.session_id, message_id=body.message_id,
         duplicate=accepted.duplicate, in_window=accepted.in_window, client_ts=accepted.message.client_ts,

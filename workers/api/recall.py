@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memory.recall import recall
-from workers.api.deps import Memory, Tenant, resource_router
+from workers.api.deps import Caller, Memory, resource_router
 from workers.api.requests import RecallIn
 from workers.api.wire import out
 from workers.schemas import RecallResult
@@ -12,7 +12,10 @@ router = resource_router()
 
 
 @router.post("/v1/recall", response_model=RecallResult, tags=["read"])
-def post_recall(tenant: Tenant, mneme: Memory, body: RecallIn) -> RecallResult:
-    """Working memory + episodic events + graph facts for a query, each with its provenance."""
-    return out(RecallResult, recall(mneme, tenant, body.user_id, body.query, body.k, body.session_id,
-                                    body.event_types, body.include_text))
+def post_recall(caller: Caller, mneme: Memory, body: RecallIn) -> RecallResult:
+    """Working memory + episodic events + graph facts for a query, each with its provenance. What it
+    returns is recorded as read by the caller (``GET /v1/users/{user_id}/reads``)."""
+    result = recall(mneme, caller.tenant, body.user_id, body.query, body.k, body.session_id, body.event_types,
+                    body.include_text)
+    mneme.reads.recalled(caller, body.user_id, body.session_id, result.working, result.events, result.facts)
+    return out(RecallResult, result)

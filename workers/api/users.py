@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from workers.api.deps import Memory, OperatorId, PathId, Tenant, resource_router
+from fastapi import Query
+
+from workers.api.deps import Caller, Memory, OperatorId, PathId, Tenant, resource_router
 from workers.api.requests import ChildIn, ConsentIn, EventType
 from workers.api.wire import out
-from workers.schemas import Policy, Receipt
+from workers.schemas import Policy, Read, Reads, Receipt
 
 log = logging.getLogger("mneme.api")
 router = resource_router()
@@ -51,3 +53,24 @@ def delete_events(tenant: Tenant, mneme: Memory, user_id: PathId, event_type: Ev
     """Delete every stored event of one type (e.g. all small talk)."""
     removed = mneme.privacy.delete_type(tenant, user_id, event_type, operator_id)
     return {"deleted": removed, "event_type": event_type.value}
+
+
+@router.get("/v1/users/{user_id}/export", tags=["privacy"])
+def export(caller: Caller, mneme: Memory, user_id: PathId) -> dict[str, Any]:
+    """Everything kept about the user as one JSON document (GDPR access), opened where their key still
+    exists — what ``mneme export`` writes. Recorded as read by the caller."""
+    document = mneme.privacy.export(caller.tenant, user_id)
+    mneme.reads.exported(caller, user_id, mneme.privacy.verify(caller.tenant, user_id))
+    return document
+
+
+@router.get("/v1/users/{user_id}/reads", response_model=Reads, tags=["privacy"])
+def reads(tenant: Tenant, mneme: Memory, user_id: PathId, limit: int = Query(50, ge=1, le=500),
+          before: float | None = Query(None, description="Only reads older than this (the previous page's "
+                                                         "next_before).")) -> Reads:
+    """Who saw what about the user: each recall, profile read and export, newest first — the caller (API key
+    id), the agent it named, and the ids of what it was shown with why (score parts, "profile", "export").
+    A read appears once a worker has written its audit record (normally well within a second)."""
+    found = mneme.reads.of_user(tenant, user_id, limit, before)
+    return Reads(user_id=user_id, reads=[Read.model_validate(r) for r in found],
+                 next_before=found[-1]["ts"] if len(found) == limit else None)

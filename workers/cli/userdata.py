@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from memory.mneme import Mneme
+from memory.services.reads import Reader
 from workers.cli.ops import FAILED, USAGE, Ops, handled
 
 
@@ -32,8 +32,10 @@ def export(ctx: typer.Context, user_id: str,
 
 
 def export_user(mneme: Mneme, tenant: str, user_id: str) -> dict[str, Any]:
-    """One user's data from every store (``Mneme.user_data``), each read keyed by (tenant, user)."""
-    return {"tenant": tenant, "user_id": user_id, "exported_at": time.time(), **mneme.privacy.export(tenant, user_id)}
+    """One user's data from every store (``Privacy.export``), recorded as read by the CLI."""
+    document = mneme.privacy.export(tenant, user_id)
+    mneme.reads.exported(Reader(tenant, "cli", via="cli"), user_id, mneme.privacy.verify(tenant, user_id))
+    return document
 
 
 @handled

@@ -1,0 +1,60 @@
+"""The embedded read log: one SQLite file, a row per read record, keyed by tenant and user hash."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from memory.settings import Settings
+from memory.sqlite import SQLiteFile, sqlite_path
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS reads (
+    tenant TEXT NOT NULL,
+    user TEXT NOT NULL,
+    ts REAL NOT NULL,
+    id TEXT NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (tenant, user, ts, id)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS reads_id ON reads (id);
+"""
+
+
+class SQLiteReadLog:
+    def __init__(self, db: SQLiteFile) -> None:
+        self._db = db
+
+    @classmethod
+    def from_url(cls, url: str, settings: Settings) -> SQLiteReadLog:
+        return cls(SQLiteFile(sqlite_path(url), _SCHEMA, "read log"))
+
+    def add(self, records: Sequence[dict[str, Any]]) -> None:
+        rows = [(r["tenant"], r["user"], r["ts"], r["id"], json.dumps(r, ensure_ascii=False)) for r in records]
+        if rows:
+            self._db.transaction(lambda c: c.executemany("INSERT OR IGNORE INTO reads VALUES (?, ?, ?, ?, ?)", rows))
+
+    def of_user(self, tenant: str, user: str, limit: int, before: float | None = None) -> list[dict[str, Any]]:
+        def read(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+            rows = conn.execute("SELECT record FROM reads WHERE tenant = ? AND user = ? AND ts < ? "
+                                "ORDER BY ts DESC, id DESC LIMIT ?",
+                                (tenant, user, float("inf") if before is None else before, limit)).fetchall()
+            return [json.loads(row[0]) for row in rows]
+
+        return self._db.run(read)
+
+    def count(self, tenant: str, user: str) -> int:
+        row = self._db.run(lambda c: c.execute("SELECT COUNT(*) FROM reads WHERE tenant = ? AND user = ?",
+                                               (tenant, user)).fetchone())
+        return int(row[0])
+
+    def erase(self, tenant: str, user: str) -> int:
+        deleted = self._db.run(lambda c: c.execute("DELETE FROM reads WHERE tenant = ? AND user = ?",
+                                                   (tenant, user)).rowcount)
+        self._db.checkpoint()  # no copy of the rows stays in the write-ahead log
+        return int(deleted)
+
+    def ping(self) -> None:
+        self._db.run(lambda c: c.execute("SELECT 1").fetchone())
