@@ -304,6 +304,32 @@ class GraphContract:
         assert self.one(store, key) == before
         assert store.scale(before.rel_id, self.ev(ids, "c1", source=COUNTER), 0.5) == change
 
+    # --- rescore --------------------------------------------------------------------------
+
+    def test_a_rescore_sets_what_the_remaining_evidence_gives_and_shows_the_step(self, store, ids):
+        key = self.key(ids, "chess")
+        store.merge(key, self.ev(ids, "e1", 0.5), BLEND)
+        store.merge(key, self.ev(ids, "e2", 0.9), BLEND)  # 0.3 × 0.5 + 0.7 × 0.9 = 0.78
+        before = self.one(store, key)
+        time.sleep(0.002)
+        change = store.rescore(before.rel_id, 0.5, self.ev(ids, "x1", 0.0, COUNTER, ["m-e2"], note="m-e2 gone"))
+        assert (change.action, change.before, change.after) == ("rescore", pytest.approx(0.78), pytest.approx(0.5))
+        after = self.one(store, key)
+        assert (after.confidence, after.status, after.source) == (pytest.approx(0.5), Status.active, before.source)
+        assert after.base_ts > before.base_ts and after.updated_at > before.updated_at  # the decay clock restarts
+        steps = [(r.action, r.before, r.after, r.note) for r in store.evidence([before.rel_id])][-1]
+        assert steps == ("rescore", pytest.approx(0.78), pytest.approx(0.5), "m-e2 gone")
+
+    def test_a_rescore_is_once_per_evidence_and_none_for_a_missing_relation(self, store, ids):
+        key = self.key(ids, "go")
+        assert store.rescore(self.rel_id(key), 0.4, self.ev(ids, "x1")) is None
+        assert store.evidence([self.rel_id(key)]) == []
+        store.merge(key, self.ev(ids, "e1", 0.8), BLEND)
+        first = store.rescore(self.rel_id(key), 0.4, self.ev(ids, "x1"))
+        assert store.rescore(self.rel_id(key), 0.2, self.ev(ids, "x1")) == first
+        assert self.one(store, key).confidence == pytest.approx(0.4)
+        assert store.rescore(self.rel_id(key), 0.0, self.ev(ids, "x2")).after == pytest.approx(0.1)  # the floor
+
     # --- set_status -----------------------------------------------------------------------
 
     def test_a_deleted_relation_leaves_recall_but_keeps_its_evidence(self, store, ids):

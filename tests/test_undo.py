@@ -127,6 +127,37 @@ def test_undoing_a_newer_age_gives_back_the_one_it_replaced(client, uid):
     assert (age.object, age.message_ids) == ("16", ["m1"])
 
 
+def belief(client, uid, relation, obj):
+    return next((b for b in client.profile(f"u{uid}").beliefs if (b.relation, b.object) == (relation, obj)), None)
+
+
+def test_undoing_the_message_that_contradicted_a_belief_gives_it_back_its_confidence(client, uid):
+    client.wait([say(client, uid, 1, "I like chemistry").job_id])
+    held = belief(client, uid, "likes", "chemistry")
+    contradicted = say(client, uid, 2, "I don't like chemistry")  # counter-evidence: ×0.5
+    client.wait([contradicted.job_id])
+    assert belief(client, uid, "likes", "chemistry").confidence == pytest.approx(held.confidence * 0.5, abs=0.01)
+    client.rollback(f"a{uid}")  # 撤回
+    wait_retracted(client, contradicted.job_id)
+    back = belief(client, uid, "likes", "chemistry")
+    assert back.confidence == pytest.approx(held.confidence, abs=0.01)  # re-scored from what m1 says
+    assert back.message_ids == ["m1"] and "re-scored" in back.why
+    assert belief(client, uid, "dislikes", "chemistry") is None
+
+
+def test_undoing_one_of_two_messages_behind_a_belief_re_scores_it_from_the_other(client, uid):
+    client.wait([say(client, uid, 1, "I like chemistry").job_id])
+    alone = belief(client, uid, "likes", "chemistry").stored_confidence
+    client.wait([say(client, uid, 2, "I don't like chemistry").job_id])  # ×0.5
+    client.wait([say(client, uid, 3, "I love chemistry").job_id])  # 0.3 · 0.35 + 0.7 · 0.7
+    both = belief(client, uid, "likes", "chemistry")
+    client.rollback(f"a{uid}")  # m3 goes: what m1 and m2 say remains (m1's claim, then m2's ×0.5)
+    wait_retracted(client, f"{ids.job_id(TENANT, f'a{uid}', 'm3')}")
+    left = belief(client, uid, "likes", "chemistry")
+    assert left.stored_confidence == pytest.approx(alone * 0.5, abs=0.01) != pytest.approx(both.stored_confidence)
+    assert left.message_ids == ["m1"]
+
+
 def test_retracting_again_changes_nothing(client, uid, runtime, stack):
     accepted = say(client, uid, 1, "I love chemistry and 我喜欢物理")
     client.wait([accepted.job_id])

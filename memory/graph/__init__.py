@@ -90,7 +90,7 @@ class StoredRelation(BaseModel):
 
 class EvidenceRow(Evidence):
     rel_id: str
-    action: str = Field(description="merge:blend | merge:max | merge:human | counter | delete | retire | "
+    action: str = Field(description="merge:blend | merge:max | merge:human | counter | rescore | delete | retire | "
                                     "supersede | hold | restore | ignored")
     before: float | None
     after: float | None
@@ -128,6 +128,12 @@ class GraphStore(Protocol):
     def scale(self, rel_id: str, evidence: Evidence, factor: float) -> Change | None: ...
 
     def set_status(self, rel_id: str, status: Status, evidence: Evidence) -> Change | None: ...
+
+    def rescore(self, rel_id: str, confidence: float, evidence: Evidence) -> Change | None:
+        """Set the confidence recomputed from the evidence that remains (a deletion took some away): the decay
+        clock restarts, and the step is recorded as ``rescore`` (before → after). Once per evidence id (a
+        repeat returns the first change); None for a relation that does not exist."""
+        ...
 
     def materialise(self, rel_id: str, confidence: float, base_ts: float, seen_updated_at: float) -> bool: ...
 

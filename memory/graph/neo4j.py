@@ -178,7 +178,8 @@ SET r.confidence = after,
     r.updated_at = CASE WHEN applies THEN applied_at ELSE r.updated_at END
 """ + _RECORD
 
-_SET_STATUS = """
+# a change to an existing relation, recorded once per evidence id (``fresh``: not recorded yet)
+_ONCE = """
 MATCH (:User)-[r:HOLDS {rel_id: $rel_id}]->(:Concept)
 SET r._lock = true
 REMOVE r._lock
@@ -186,10 +187,20 @@ WITH r
 MERGE (e:Evidence {rel_id: $rel_id, evidence_id: $evidence_id})
 WITH e, r, e.action IS NULL AS fresh, r.confidence AS before, r.evidence_count AS count,
      coalesce(r.last_applied_at, 0.0) AS last
-WITH e, r, fresh, before, before AS after, count, $action AS action,
+"""
+
+_SET_STATUS = _ONCE + """WITH e, r, fresh, before, before AS after, count, $action AS action,
      CASE WHEN $now > last THEN $now ELSE last + $tick END AS applied_at
 SET r.status = CASE WHEN fresh THEN $status ELSE r.status END,
     r.source = CASE WHEN fresh AND $status = 'deleted' THEN 'human' ELSE r.source END,
+    r.updated_at = CASE WHEN fresh THEN applied_at ELSE r.updated_at END
+""" + _RECORD
+
+_RESCORE = _ONCE + """WITH e, r, fresh, before, count, 'rescore' AS action,
+     CASE WHEN fresh THEN $confidence ELSE before END AS after,
+     CASE WHEN $now > last THEN $now ELSE last + $tick END AS applied_at
+SET r.confidence = after,
+    r.base_ts = CASE WHEN fresh THEN $now ELSE r.base_ts END,
     r.updated_at = CASE WHEN fresh THEN applied_at ELSE r.updated_at END
 """ + _RECORD
 
@@ -363,6 +374,10 @@ class Neo4jGraphStore:
         status = Status(status)
         return self._write("set_status", _SET_STATUS, {**self._evidence_params(rel_id, evidence),
                                                        "status": status.value, "action": STATUS_ACTIONS[status]})
+
+    def rescore(self, rel_id: str, confidence: float, evidence: Evidence) -> Change | None:
+        return self._write("rescore", _RESCORE, {**self._evidence_params(rel_id, evidence),
+                                                 "confidence": clamp(confidence)})
 
     def materialise(self, rel_id: str, confidence: float, base_ts: float, seen_updated_at: float) -> bool:
         params = {"rel_id": rel_id, "confidence": clamp(confidence), "base_ts": float(base_ts),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +151,25 @@ class SQLiteGraphStore:
         return self._db.transaction(run)
 
     def set_status(self, rel_id: str, status: Status, evidence: Evidence) -> Change | None:
+        def apply(conn: sqlite3.Connection, now: float) -> str:
+            source_sql = ", source = 'human'" if status is Status.deleted else ""
+            conn.execute(f"UPDATE relations SET status = ?, updated_at = MAX(?, updated_at + 0.000001){source_sql} "
+                         "WHERE rel_id = ?", (status.value, now, rel_id))
+            return STATUS_ACTIONS[status]
+
+        return self._once(rel_id, evidence, apply)
+
+    def rescore(self, rel_id: str, confidence: float, evidence: Evidence) -> Change | None:
+        def apply(conn: sqlite3.Connection, now: float) -> str:
+            conn.execute(f"UPDATE relations SET confidence = {_CLAMP.format('?')}, base_ts = ?, "
+                         "updated_at = MAX(?, updated_at + 0.000001) WHERE rel_id = ?", (confidence, now, now, rel_id))
+            return "rescore"
+
+        return self._once(rel_id, evidence, apply)
+
+    def _once(self, rel_id: str, evidence: Evidence, apply: Callable[[sqlite3.Connection, float], str]
+              ) -> Change | None:
+        """``apply`` the change to an existing relation and record it with ``evidence``, once per evidence id."""
         def run(conn: sqlite3.Connection) -> Change | None:
             recorded = _recorded(conn, rel_id, evidence.evidence_id)
             if recorded:
@@ -159,12 +178,7 @@ class SQLiteGraphStore:
             if before is None:
                 return None
             now = time.time()
-            source_sql = ", source = 'human'" if status is Status.deleted else ""
-            conn.execute(f"UPDATE relations SET status = ?, updated_at = MAX(?, updated_at + 0.000001){source_sql} "
-                         "WHERE rel_id = ?",
-                         (status.value, now, rel_id))
-            action = STATUS_ACTIONS[status]
-            return _record(conn, rel_id, evidence, action, before, now)
+            return _record(conn, rel_id, evidence, apply(conn, now), before, now)
 
         return self._db.transaction(run)
 

@@ -17,8 +17,9 @@ The graph store does the atomic arithmetic; this service decides what a piece of
   older one gets counter-evidence; for preferences both are kept and a review is opened;
 - a human's correction or deletion wins over later rule and LLM evidence;
 - a message taken back (撤回, ``retract``) stops being evidence: a belief it alone held retires (and a value
-  it had superseded is restored); a belief other messages hold too stays, without it as provenance, its
-  confidence as blended (evidence blends in order, so its share cannot be taken back out exactly);
+  it had superseded is restored); a belief other messages hold too stays, without it as provenance,
+  re-scored from what remains (its evidence replayed in order without the message's claims and
+  counter-evidence, the ratio applied to today's decayed confidence: ``rescore``, shown in its history);
 - confidence decays at read time, ``stored × 0.5^(age/half-life)`` by relation category; the nightly
   ``decay`` materialises it and retires beliefs that fell under ``retire_below``.
 """
@@ -35,6 +36,8 @@ from memory import ids
 from memory.errors import InvalidInput, NotFound
 from memory.graph import (
     COUNTER,
+    NEW_WEIGHT,
+    OLD_WEIGHT,
     Change,
     Evidence,
     EvidenceRow,
@@ -43,6 +46,7 @@ from memory.graph import (
     RelationKey,
     Status,
     StoredRelation,
+    clamp,
 )
 from memory.models import Fact, FactSource, Relation
 from memory.services.trail import AuditTrail
@@ -264,7 +268,8 @@ class SemanticMemory:
     def retract(self, tenant: str, user_id: str, message_ids: Sequence[str]) -> list[Change]:
         """The messages are no longer evidence. A belief held only by them retires (a later message saying
         it again brings it back); a value one of them superseded is active again; any other belief they
-        supported records that they were taken back, so they are no longer its provenance. Idempotent."""
+        supported or contradicted is re-scored from the evidence that remains, and records that they were
+        taken back, so they are no longer its provenance. Idempotent."""
         gone = set(message_ids)
         relations = self.store.relations(tenant, user_id, statuses=list(Status))
         rows: dict[str, list[EvidenceRow]] = {}
@@ -275,7 +280,8 @@ class SemanticMemory:
         for rel in relations:
             evidence = rows.get(rel.rel_id, [])
             claims = [r for r in evidence if r.source in CLAIMS and r.action != "ignored"]
-            mine = sorted({m for r in claims for m in r.message_ids} & gone)
+            counters = [r for r in evidence if r.action == "counter"]  # "I don't like it", taken back too
+            mine = sorted({m for r in [*claims, *counters] for m in r.message_ids} & gone)
             if not mine or rel.status not in (Status.active, Status.in_review):
                 continue
             already = {m for r in evidence if r.evidence_id.startswith(RETRACTED) for m in r.message_ids}
@@ -287,8 +293,7 @@ class SemanticMemory:
                 changes.append(self.store.set_status(rel.rel_id, Status.retired, self._retraction(
                     mine, f"{note}: nothing else supports it")))
             else:
-                changes.append(self.store.set_status(rel.rel_id, rel.status, self._retraction(
-                    mine, f"{note}: no longer evidence; other messages still support it")))
+                changes.append(self._rescored(rel, evidence, mine, already, gone | already, note))
         for rel in relations:  # the value a retired claim had replaced is the user's again
             superseded = [r for r in rows.get(rel.rel_id, []) if r.action == "supersede"]
             if rel.status is Status.superseded and superseded and superseded[-1].evidence_id in retired_by:
@@ -297,6 +302,18 @@ class SemanticMemory:
                     f"restored: the claim that replaced it (message "
                     f"{', '.join(superseded[-1].message_ids)}) was taken back (撤回)")))
         return [c for c in changes if c is not None]
+
+    def _rescored(self, rel: StoredRelation, evidence: Sequence[EvidenceRow], mine: list[str], before: set[str],
+                  after: set[str], note: str) -> Change | None:
+        """A belief other messages still support, re-scored from what they say: its confidence now (decayed)
+        times what the remaining evidence gives over what it gave with the messages just taken back."""
+        now = time.time()
+        held = decayed(rel.confidence, (now - rel.base_ts) / 86400, half_life_days(rel.relation, self._settings))
+        full, rest = _replayed(evidence, before), _replayed(evidence, after)
+        score = held * rest / full if full and rest is not None else held
+        return self.store.rescore(rel.rel_id, score, self._retraction(
+            mine, f"{note}: no longer evidence; re-scored from what other messages say: {held:.2f} → "
+                  f"{clamp(score):.2f}"))
 
     @staticmethod
     def _retraction(message_ids: list[str], note: str) -> Evidence:
@@ -399,6 +416,25 @@ def _devices_of(rows: list[EvidenceRow]) -> dict[str, set[str]]:
         if row.device_id and row.source in (FactSource.rule, FactSource.llm, FactSource.human):
             out.setdefault(row.rel_id, set()).add(row.device_id)
     return out
+
+
+def _replayed(rows: Sequence[EvidenceRow], gone: set[str]) -> float | None:
+    """The stored confidence the evidence gives, in the order it came, without what the ``gone`` messages
+    said (their claims and their counter-evidence); None if nothing is left to give one."""
+    confidence: float | None = None
+    for row in sorted(rows, key=lambda r: r.applied_at):
+        if row.message_ids and set(row.message_ids) <= gone:
+            continue
+        if row.action == "merge:blend":
+            confidence = clamp(row.confidence if confidence is None
+                               else OLD_WEIGHT * confidence + NEW_WEIGHT * row.confidence)
+        elif row.action == "merge:max":
+            confidence = clamp(max(confidence or 0.0, row.confidence))
+        elif row.action == "merge:human":
+            confidence = clamp(row.confidence)
+        elif row.action == "counter" and confidence is not None:
+            confidence = clamp(confidence * COUNTER)
+    return confidence
 
 
 def _step(row: EvidenceRow) -> str:
