@@ -18,3 +18,20 @@ def running_stack(tmp_path_factory, name: str, flower: bool = False, **env: str)
         yield stack
     finally:
         stack.stop()
+
+
+@contextmanager
+def restarted(stack: Stack, name: str, **env: str) -> Iterator[None]:
+    """The stack's process ``name`` restarted with these MNEME_* settings, and as it was afterwards."""
+    saved = dict(stack.env)
+    stack.stop_one(name)
+    stack.env.update(env)
+    try:
+        stack.start_one(name)
+        stack.wait_ready(wait_embedder=False)
+        yield
+    finally:
+        stack.stop_one(name)
+        stack.env = saved
+        stack.start_one(name)
+        stack.wait_ready(wait_embedder=False)

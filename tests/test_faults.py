@@ -61,6 +61,7 @@ from memory.text import clean
 from tasks.maintenance import lost_jobs
 from tests.accepted import reopen_job, write_job
 from tests.polling import wait_until
+from tests.stacks import restarted
 from workers.celery_app import create_celery
 from workers.client import MnemeClient
 from workers.local.stack import Stack, free_port
@@ -684,57 +685,62 @@ def test_redrive_re_sends_only_the_jobs_the_broker_lost(fstack, rt, celery, uid)
     live worker are left alone (8 redrive runs once sent 2,502 extra extractions for 2,000 messages); a job
     whose message the broker dropped is re-sent, once per run."""
     stack, user = fstack, f"rr{uid}"
-    mark = log_mark(stack, "worker-pipeline")
-    with holding_lock(sqlite_path(stack.settings.graph), "write"):  # the workers wait on graph writes
-        # 52, each with a fact: more than the pipeline worker prefetches (a graph batch), so some wait in a queue
-        jobs = [post(stack, user, n) for n in range(130) if n % 10 in (0, 1, 6, 7)]
+    # the pipeline worker prefetches 2 messages (the larger of its batch sizes): the rest wait in their queues
+    with restarted(stack, "worker-pipeline", MNEME_EXTRACT_BATCH_SIZE="2", MNEME_GRAPH_BATCH_SIZE="2"):
+        mark = log_mark(stack, "worker-pipeline")
+        with holding_lock(sqlite_path(stack.settings.graph), "write"):  # the workers wait on graph writes
+            # 52 jobs, each with a fact: an embed and a graph branch each
+            jobs = [post(stack, user, n) for n in range(130) if n % 10 in (0, 1, 6, 7)]
 
-        def held() -> dict[str, list[tuple[str, str]]]:  # job id → its holders: (queue, raw message) or ("unacked", "")
-            found: dict[str, list[tuple[str, str]]] = {}
-            for v in rt.state.client.hvals("unacked"):
-                for j in job_ids_of(json.loads(v)[0]):
-                    found.setdefault(j, []).append(("unacked", ""))
-            for queue in QUEUES:
-                for raw in rt.state.client.lrange(queue, 0, -1):
-                    for j in job_ids_of(raw):
-                        found.setdefault(j, []).append((queue, raw))
-            in_flight = any(("unacked", "") in found.get(j, []) for j in jobs)
-            return found if set(jobs) <= set(found) and in_flight and droppable(found) else {}
+            def held() -> dict[str, list[tuple[str, str]]]:  # job id → holders: (queue, raw message), ("unacked", "")
+                found: dict[str, list[tuple[str, str]]] = {}
+                for v in rt.state.client.hvals("unacked"):
+                    for j in job_ids_of(json.loads(v)[0]):
+                        found.setdefault(j, []).append(("unacked", ""))
+                for queue in QUEUES:
+                    for raw in rt.state.client.lrange(queue, 0, -1):
+                        for j in job_ids_of(raw):
+                            found.setdefault(j, []).append((queue, raw))
+                in_flight = any(("unacked", "") in found.get(j, []) for j in jobs)
+                return found if set(jobs) <= set(found) and in_flight and droppable(found) else {}
 
-        def droppable(found: dict[str, list[tuple[str, str]]]) -> list[tuple[str, str]]:
-            """Queued messages whose jobs nothing else holds (a job with a fact has an embed and a graph message:
-            dropping one of them alone loses only that branch, which the redrive sees once the other is done)."""
-            queued = dict.fromkeys(h for j in jobs for h in found[j] if h[1])
-            return [m for m in queued if all(found[j] == [m] for j in job_ids_of(m[1]))]
+            def droppable(found: dict[str, list[tuple[str, str]]]) -> list[tuple[str, str]]:
+                """Queued messages whose jobs nothing else holds (a job with a fact has an embed and a graph
+                message: dropping one alone loses only that branch, which the redrive sees once the other is
+                done)."""
+                queued = dict.fromkeys(h for j in jobs for h in found[j] if h[1])
+                return [m for m in queued if all(found[j] == [m] for j in job_ids_of(m[1]))]
 
-        where = wait_until(held, 30, "every job's task queued, one held by a worker, one the only holder of its jobs")
-        dropped = droppable(where)[:3]  # (queue, message), 3 at most
-        lost = [j for j in jobs if where[j][0] in dropped]  # a batch's message names several jobs
-        assert dropped and lost, where
-        for queue, raw in dropped:  # what BRPOP to a worker SIGKILLed before kombu recorded it does to a message
-            assert rt.state.client.lrem(queue, 1, raw) == 1
-        for job_id in jobs:  # a backlog an hour old
-            rt.state.client.zadd(keys.pending(ids.job_shard(job_id)), {job_id: time.time() - 3600})
-        report = lost_jobs(rt, celery, 1000)
-        assert set(report["job_ids"]) & set(jobs) == set(lost), report
-    for _ in range(3):  # beat runs it again and again while a backlog drains
-        celery.send_task("memory.redrive", kwargs={"limit": 1000})
-    wait_done(rt, jobs, timeout=90)
-    drain(rt)
-    assert_exactly_once(rt, stack, [(user, j) for j in jobs])
-    def reports() -> list[dict]:  # what each redrive run returned, as its worker logged it
-        said = re.findall(r"Task memory\.redrive\[[\w-]+\] succeeded in [\d.e-]+s: (\{.*?\})\"",
-                          log_since(stack, "worker-pipeline", mark))
-        return [ast.literal_eval(report) for report in said]
+            where = wait_until(held, 30, "every job's task queued, one held by a worker, one its jobs' only holder")
+            dropped = droppable(where)[:3]  # (queue, message), 3 at most
+            lost = [j for j in jobs if where[j][0] in dropped]  # a batch's message names several jobs
+            assert dropped and lost, where
+            for queue, raw in dropped:  # what BRPOP to a worker SIGKILLed before kombu recorded it does
+                assert rt.state.client.lrem(queue, 1, raw) == 1
+            for job_id in jobs:  # a backlog an hour old
+                rt.state.client.zadd(keys.pending(ids.job_shard(job_id)), {job_id: time.time() - 3600})
+            report = lost_jobs(rt, celery, 1000)
+            assert set(report["job_ids"]) & set(jobs) == set(lost), report
+        for _ in range(3):  # beat runs it again and again while a backlog drains
+            celery.send_task("memory.redrive", kwargs={"limit": 1000})
+        wait_done(rt, jobs, timeout=90)
+        drain(rt)
+        assert_exactly_once(rt, stack, [(user, j) for j in jobs])
 
-    runs = wait_until(lambda: len(r := reports()) == 3 and r, 30, "the three redrive runs' reports")
-    ours = [j for run in runs for j in run["job_ids"] if j in jobs]
-    print(f"\nredrive: {len(jobs)} jobs an hour old, {len(jobs) - len(lost)} still queued or held by a worker, "
-          f"{len(lost)} lost by the broker; {len(runs)} redrive runs re-sent {[r['resent'] for r in runs]} "
-          f"(stale {[r['stale'] for r in runs]}, in flight {[r['in_flight'] for r in runs]})")
-    assert len(runs) == 3 and set(ours) == set(lost), f"re-sent: {runs}"  # the lost ones, and only those
-    assert len(ours) <= 3 * len(lost), runs
-    assert set(lost) <= {j for j in jobs if "graph" in rt.state.jobs.get(j).stages}
+        def reports() -> list[dict]:  # what each redrive run returned, as its worker logged it
+            said = re.findall(r"Task memory\.redrive\[[\w-]+\] succeeded in [\d.e-]+s: (\{.*?\})\"",
+                              log_since(stack, "worker-pipeline", mark))
+            return [ast.literal_eval(report) for report in said]
+
+        runs = wait_until(lambda: len(r := reports()) == 3 and r, 30, "the three redrive runs' reports")
+        ours = [j for run in runs for j in run["job_ids"] if j in jobs]
+        print(f"\nredrive: {len(jobs)} jobs an hour old, {len(jobs) - len(lost)} still queued or held by a "
+              f"worker, {len(lost)} lost by the broker; {len(runs)} redrive runs re-sent "
+              f"{[r['resent'] for r in runs]} (stale {[r['stale'] for r in runs]}, in flight "
+              f"{[r['in_flight'] for r in runs]})")
+        assert len(runs) == 3 and set(ours) == set(lost), f"re-sent: {runs}"  # the lost ones, and only those
+        assert len(ours) <= 3 * len(lost), runs
+        assert set(lost) <= {j for j in jobs if "graph" in rt.state.jobs.get(j).stages}
 
 
 # --- 5. Redis restart ------------------------------------------------------------------------------

@@ -4,7 +4,6 @@ recall; redelivered tasks and lost enqueues change nothing and lose nothing."""
 import json
 import time
 import uuid
-from contextlib import contextmanager
 
 import httpx
 import pytest
@@ -15,6 +14,7 @@ from memory.state import keys
 from memory.state.broker import job_ids_of
 from tests.accepted import reopen_job, write_job
 from tests.polling import wait_until
+from tests.stacks import restarted
 from workers.celery_app import create_celery
 from workers.client import MnemeClient
 from workers.local import demo
@@ -36,23 +36,6 @@ def drain(runtime, timeout=60.0):
             return
         time.sleep(0.1)
     raise TimeoutError("queues did not drain")
-
-
-@contextmanager
-def restarted(stack, name, **env):
-    """The stack's process ``name`` restarted with these MNEME_* settings, and as it was afterwards."""
-    saved = dict(stack.env)
-    stack.stop_one(name)
-    stack.env.update(env)
-    try:
-        stack.start_one(name)
-        stack.wait_ready(wait_embedder=False)
-        yield
-    finally:
-        stack.stop_one(name)
-        stack.env = saved
-        stack.start_one(name)
-        stack.wait_ready(wait_embedder=False)
 
 
 def extraction_tasks(runtime) -> list[dict]:

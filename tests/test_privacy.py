@@ -221,8 +221,27 @@ def test_a_user_can_delete_all_events_of_one_type(pstack, prt, api, uid):
     consent(pstack, user)
     say(api, user, [("user", "哈哈"), ("user", "我喜欢化学")])
     r = httpx.delete(f"{pstack.api_url}/v1/users/{user}/events", params={"event_type": "small_talk"})
-    assert r.json()["deleted"] == 1
+    assert r.json()["deleted_events"] == 1 and r.json()["event_type"] == "small_talk"
     assert {h.event_type for h in api.recall(user_id=user, query="哈哈 化学", k=5).events} == {"preference"}
+
+
+def test_deleting_a_type_re_scores_the_beliefs_its_messages_stood_for_and_says_so(pstack, prt, api, uid):
+    user = f"prov{uid}"
+    consent(pstack, user)
+    say(api, user, [("user", "I like chemistry"), ("user", "I don't like chemistry"), ("user", "I love chemistry")])
+    beliefs = {(b.relation, b.object): b for b in api.profile(user).beliefs}
+    likes, dislikes = beliefs[("likes", "chemistry")], beliefs[("dislikes", "chemistry")]
+    assert likes.stored_confidence == pytest.approx(0.3 * 0.35 + 0.7 * 0.7)  # m2's counter-evidence halved m1's
+    r = httpx.delete(f"{pstack.api_url}/v1/users/{user}/events", params={"event_type": "dislike"})
+    assert r.status_code == 200
+    assert r.json() == {"event_type": "dislike", "deleted_events": 1, "messages": ["m1"],
+                        "beliefs_removed": [dislikes.rel_id], "beliefs_rescored": [likes.rel_id],
+                        "beliefs_restored": []}
+    after = {(b.relation, b.object): b for b in api.profile(user).beliefs}
+    assert ("dislikes", "chemistry") not in after  # only the deleted message said it
+    assert after[("likes", "chemistry")].confidence == pytest.approx(0.7, abs=0.01)  # as if m2 was never said
+    assert "deleted with the dislike events" in after[("likes", "chemistry")].why
+    assert "dislike" not in {h.event_type for h in api.recall(user_id=user, query="chemistry", k=5).events}
 
 
 def test_feedback_moves_weights_and_feeds_the_interference_rate(pstack, prt, api, uid):

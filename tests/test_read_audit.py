@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import time
-from contextlib import contextmanager
 
 import httpx
 import pytest
@@ -14,7 +13,7 @@ import pytest
 from memory.audit import verify
 from memory.mneme import Mneme
 from tests.polling import wait_until
-from tests.stacks import running_stack
+from tests.stacks import restarted, running_stack
 from workers.celery_app import create_celery
 from workers.client import MnemeAPIError, MnemeClient
 
@@ -133,24 +132,6 @@ def test_an_agent_name_that_is_not_an_id_is_refused_and_nothing_is_read(rstack, 
         assert err.value.status == 422 and c.reads("u1").reads == []
 
 
-@contextmanager
-def api_holding_its_batches(stack):
-    """The stack's API restarted to hold what it sends to the workers for 10 minutes, then as it was."""
-    saved = dict(stack.env)
-    stack.stop_one("api")
-    stack.env["MNEME_EXTRACT_SEND_INTERVAL_S"] = "600"
-    try:
-        stack.start_one("api")
-        stack.wait_ready()
-        yield stack.procs["api"]
-    finally:
-        stack.stop_one("api")
-        stack.env.clear()
-        stack.env.update(saved)
-        stack.start_one("api")
-        stack.wait_ready()
-
-
 def test_a_read_whose_batch_died_with_its_api_process_is_written_by_the_redrive(rstack, rrt, uid):
     """The request holds its read's record in the outbox before it answers; the batch that would send it to
     a worker lives in the API process. Killed with -9 before sending it, the record is still held, and the
@@ -160,7 +141,8 @@ def test_a_read_whose_batch_died_with_its_api_process_is_written_by_the_redrive(
     app = create_celery(rstack.settings, with_tasks=False)
     with c:
         remembered(c, user, f"s-{uid}", TEXTS[:1])
-        with api_holding_its_batches(rstack) as api:
+        with restarted(rstack, "api", MNEME_EXTRACT_SEND_INTERVAL_S="600"):  # it holds its batches 10 min
+            api = rstack.procs["api"]
             shown = c.recall(user_id=user, query="化学")
             os.killpg(api.pid, signal.SIGKILL)
             api.wait(10)

@@ -39,6 +39,7 @@ MODELS = {
     schemas.Review: reviews.Review,
     schemas.Policy: policy.Policy,
     schemas.Receipt: privacy.Receipt,
+    schemas.DeletionReceipt: privacy.DeletionReceipt,
 }
 #: built by the API itself: no library class to match
 WIRE_ONLY = {schemas.FullMessage, schemas.MessageAccepted, schemas.Profile, schemas.Health, schemas.ErrorBody,

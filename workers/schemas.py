@@ -299,6 +299,17 @@ class Receipt(Wire):
     complete: bool
 
 
+class DeletionReceipt(Wire):
+    """What a deletion removed from long-term memory, and what it did to the beliefs those messages stood for."""
+
+    event_type: EventType | None = Field(None, description="The type deleted, for a deletion by type.")
+    deleted_events: int
+    messages: list[str] = Field(description="Messages long-term memory no longer holds anything of.")
+    beliefs_removed: list[str] = Field(description="Beliefs (rel ids) only those messages supported: retired.")
+    beliefs_rescored: list[str] = Field(description="Beliefs others support too: re-scored from what remains.")
+    beliefs_restored: list[str] = Field(description="Values one of the messages had replaced: active again.")
+
+
 class Read(Wire):
     id: str
     ts: float

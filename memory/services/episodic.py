@@ -33,6 +33,7 @@ class Revealed(BaseModel):
 
 #: Rows read or deleted per round trip when a user's events are walked (export, erasure, a type's deletion).
 BATCH = 1000
+EVERY = 10**6  # a dump of everything a user holds (export, what a deletion leaves)
 MIN_WEIGHT, MAX_WEIGHT = 0.1, 3.0  # an event's retrieval weight stays in this range, whatever the feedback
 
 
@@ -115,12 +116,15 @@ class EpisodicMemory:
     def retract(self, tenant: str, user_id: str, message_ids: Sequence[str]) -> int:
         return self.store.retract(tenant, user_id, message_ids)
 
-    def delete_type(self, tenant: str, user_id: str, event_type: EventType) -> int:
-        """Delete every stored event of one type, of every status; how many."""
-        removed = 0
+    def delete_type(self, tenant: str, user_id: str, event_type: EventType) -> tuple[int, list[str]]:
+        """Delete every stored event of one type, of every status: how many, and the messages they were made
+        from that no event of another type still holds (what long-term memory no longer has of them)."""
+        removed, messages = 0, set()
         while batch := self.store.dump(tenant, user_id, types={event_type}, statuses=ALL_STATUSES, limit=BATCH):
+            messages |= {m for e, _ in batch for m in e.message_ids}
             removed += self.store.delete(tenant, user_id, [e.event_id for e, _ in batch])
-        return removed
+        kept = self.store.dump(tenant, user_id, statuses=ALL_STATUSES, limit=EVERY)  # every type left
+        return removed, sorted(messages - {m for e, _ in kept for m in e.message_ids})
 
     def strip_content(self, tenant: str, user_id: str, sealed: Callable[[str], bytes], lang: str) -> int:
         return self.store.strip_content(tenant, user_id, sealed, lang)
@@ -133,7 +137,7 @@ class EpisodicMemory:
         return len(self.store.dump(tenant, user_id, statuses=ALL_STATUSES, limit=1))
 
     def export(self, tenant: str, user_id: str) -> list[dict[str, Any]]:
-        rows = self.store.dump(tenant, user_id, statuses=ALL_STATUSES, limit=10**6)
+        rows = self.store.dump(tenant, user_id, statuses=ALL_STATUSES, limit=EVERY)
         return [self.exported(e) for e, _ in rows]
 
     def erase(self, tenant: str, user_id: str) -> dict[str, int]:

@@ -23,13 +23,14 @@ a failure midway is completed by calling it again. Its report and audit record h
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from memory.crypto import UserKeys, seal
 from memory.errors import Conflict
+from memory.graph import Change
 from memory.models import EventType
 from memory.services.episodic import EpisodicMemory, Revealed
 from memory.services.maintenance import Maintenance
@@ -53,6 +54,26 @@ class Receipt(BaseModel):
     removed: dict[str, int]
     remaining: dict[str, int] = Field(description="Anything still found after the erasure (should be all 0).")
     complete: bool
+
+
+class DeletionReceipt(BaseModel):
+    """What a deletion removed from long-term memory, and what it did to the beliefs those messages stood for."""
+
+    event_type: EventType | None = Field(None, description="The type deleted, for a deletion by type.")
+    deleted_events: int
+    messages: list[str] = Field(description="Messages long-term memory no longer holds anything of.")
+    beliefs_removed: list[str] = Field(description="Beliefs (rel ids) only those messages supported: retired.")
+    beliefs_rescored: list[str] = Field(description="Beliefs others support too: re-scored from what remains.")
+    beliefs_restored: list[str] = Field(description="Values one of the messages had replaced: active again.")
+
+    @classmethod
+    def of(cls, event_type: EventType | None, deleted: int, messages: list[str], changes: Sequence[Change]
+           ) -> DeletionReceipt:
+        def by(action: str) -> list[str]:
+            return sorted({c.rel_id for c in changes if c.action == action})
+
+        return cls(event_type=event_type, deleted_events=deleted, messages=messages, beliefs_removed=by("retire"),
+                   beliefs_rescored=by("rescore"), beliefs_restored=by("restore"))
 
 
 class Privacy:
@@ -117,12 +138,20 @@ class Privacy:
         return report
 
     # --- deleting ---------------------------------------------------------------------------------------
-    def delete_type(self, tenant: str, user_id: str, event_type: EventType, operator_id: str) -> int:
-        """Delete every stored event of one type (e.g. all small talk). Audited."""
-        removed = self._episodic.delete_type(tenant, user_id, event_type)
+    def delete_type(self, tenant: str, user_id: str, event_type: EventType, operator_id: str) -> DeletionReceipt:
+        """Delete every stored event of one type (e.g. all small talk), and what the messages they were made
+        from stood for in the graph: a belief only they supported is removed (retired), one others support
+        too is re-scored from what remains (``SemanticMemory.retract``). Audited; the receipt lists both."""
+        removed, messages = self._episodic.delete_type(tenant, user_id, event_type)
+        changes = self._semantic.retract(tenant, user_id, messages, why=f"deleted with the {event_type.value} events")
+        receipt = DeletionReceipt.of(event_type, removed, messages, changes)
         self._trail.submit([self._trail.record(tenant, user_id, "episodic.delete_type", operator_id, "human",
-                                               fields={"event_type": event_type.value, "removed": removed})])
-        return removed
+                                               fields={"event_type": event_type.value, "removed": removed,
+                                                       "beliefs_removed": receipt.beliefs_removed,
+                                                       "beliefs_rescored": receipt.beliefs_rescored,
+                                                       "beliefs_restored": receipt.beliefs_restored}),
+                            *self._trail.graph_changes(changes, operator_id)])
+        return receipt
 
     def erase(self, tenant: str, user_id: str, operator_id: str, at: float | None = None) -> Receipt:
         at = time.time() if at is None else at

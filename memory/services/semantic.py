@@ -265,7 +265,8 @@ class SemanticMemory:
         self._trail.submit(self._trail.graph_changes(changes, operator_id))
 
     # --- a message taken back ------------------------------------------------------------------
-    def retract(self, tenant: str, user_id: str, message_ids: Sequence[str]) -> list[Change]:
+    def retract(self, tenant: str, user_id: str, message_ids: Sequence[str], why: str = "taken back (撤回)"
+                ) -> list[Change]:
         """The messages are no longer evidence. A belief held only by them retires (a later message saying
         it again brings it back); a value one of them superseded is active again; any other belief they
         supported or contradicted is re-scored from the evidence that remains, and records that they were
@@ -287,7 +288,7 @@ class SemanticMemory:
             already = {m for r in evidence if r.evidence_id.startswith(RETRACTED) for m in r.message_ids}
             if set(mine) <= already:
                 continue
-            note = f"message {', '.join(mine)} taken back (撤回)"
+            note = f"message {', '.join(mine)} {why}"
             if all(r.message_ids and set(r.message_ids) <= gone | already for r in claims):
                 retired_by |= {r.evidence_id for r in claims}
                 changes.append(self.store.set_status(rel.rel_id, Status.retired, self._retraction(
@@ -300,7 +301,7 @@ class SemanticMemory:
                 changes.append(self.store.set_status(rel.rel_id, Status.active, self._retraction(
                     sorted(set(superseded[-1].message_ids) & gone),
                     f"restored: the claim that replaced it (message "
-                    f"{', '.join(superseded[-1].message_ids)}) was taken back (撤回)")))
+                    f"{', '.join(superseded[-1].message_ids)}) was {why}")))
         return [c for c in changes if c is not None]
 
     def _rescored(self, rel: StoredRelation, evidence: Sequence[EvidenceRow], mine: list[str], before: set[str],

@@ -10,7 +10,7 @@ from fastapi import Query
 from workers.api.deps import Caller, Memory, OperatorId, PathId, Tenant, resource_router
 from workers.api.requests import ChildIn, ConsentIn, EventType
 from workers.api.wire import out
-from workers.schemas import Policy, Read, Reads, Receipt
+from workers.schemas import DeletionReceipt, Policy, Read, Reads, Receipt
 
 log = logging.getLogger("mneme.api")
 router = resource_router()
@@ -47,12 +47,13 @@ def erase(tenant: Tenant, mneme: Memory, user_id: PathId, operator_id: OperatorI
     return out(Receipt, mneme.privacy.erase(tenant, user_id, operator_id))
 
 
-@router.delete("/v1/users/{user_id}/events", tags=["privacy"])
+@router.delete("/v1/users/{user_id}/events", response_model=DeletionReceipt, tags=["privacy"])
 def delete_events(tenant: Tenant, mneme: Memory, user_id: PathId, event_type: EventType,
-                  operator_id: OperatorId = "user") -> dict[str, Any]:
-    """Delete every stored event of one type (e.g. all small talk)."""
-    removed = mneme.privacy.delete_type(tenant, user_id, event_type, operator_id)
-    return {"deleted": removed, "event_type": event_type.value}
+                  operator_id: OperatorId = "user") -> DeletionReceipt:
+    """Delete every stored event of one type (e.g. all small talk), and what the messages they came from
+    stood for: a belief only they supported is removed, one others support too is re-scored from what
+    remains (its history shows the step). The receipt lists both. Audited."""
+    return out(DeletionReceipt, mneme.privacy.delete_type(tenant, user_id, event_type, operator_id))
 
 
 @router.get("/v1/users/{user_id}/export", tags=["privacy"])
