@@ -275,13 +275,11 @@ def graph_stage(mneme: Mneme, job_id: str, facts: Sequence[Fact], received_at: f
 
 def retract(mneme: Mneme, tenant: str, user_id: str, session_id: str,
             message_ids: Sequence[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Remove what long-term memory made of messages a rollback took back: their episodic rows (what other
-    messages said stays, ``EpisodicStore.retract``) and their graph evidence (``Beliefs.retract``); then
-    their jobs end as ``retracted``, so a client polling one knows nothing of it is left, and nothing
-    re-sends it. Returns a report and the audit records of the graph changes. Running it again changes
-    nothing."""
-    removed = mneme.episodic.retract(tenant, user_id, message_ids)
-    changes = mneme.semantic.retract(tenant, user_id, message_ids)
+    """Remove what long-term memory made of messages a rollback (or a session's deletion) took back
+    (``Privacy.forget_messages``); then their jobs end as ``retracted``, so a client polling one knows
+    nothing of it is left, and nothing re-sends it. Returns a report and the audit records of the graph
+    changes. Running it again changes nothing."""
+    removed, changes = mneme.privacy.forget_messages(tenant, user_id, message_ids, why="taken back (撤回)")
     for message_id in message_ids:
         mneme.state.jobs.finish(ids.job_id(tenant, session_id, message_id), "retracted", RETRACTED_NOTE)
     report = {"messages": len(message_ids), "events_removed": removed, "beliefs_changed": len(changes)}

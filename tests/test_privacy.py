@@ -9,9 +9,11 @@ import httpx
 import pytest
 
 import beat_schedule
+from memory import ids
 from memory.mneme import Mneme
 from memory.settings import Settings
 from memory.state import keys
+from tests.polling import wait_until
 from tests.stacks import running_stack
 from workers.celery_app import ROUTES, create_celery
 from workers.client import MnemeClient
@@ -234,7 +236,7 @@ def test_deleting_a_type_re_scores_the_beliefs_its_messages_stood_for_and_says_s
     assert likes.stored_confidence == pytest.approx(0.3 * 0.35 + 0.7 * 0.7)  # m2's counter-evidence halved m1's
     r = httpx.delete(f"{pstack.api_url}/v1/users/{user}/events", params={"event_type": "dislike"})
     assert r.status_code == 200
-    assert r.json() == {"event_type": "dislike", "deleted_events": 1, "messages": ["m1"],
+    assert r.json() == {"event_type": "dislike", "session_id": None, "deleted_events": 1, "messages": ["m1"],
                         "beliefs_removed": [dislikes.rel_id], "beliefs_rescored": [likes.rel_id],
                         "beliefs_restored": []}
     after = {(b.relation, b.object): b for b in api.profile(user).beliefs}
@@ -242,6 +244,36 @@ def test_deleting_a_type_re_scores_the_beliefs_its_messages_stood_for_and_says_s
     assert after[("likes", "chemistry")].confidence == pytest.approx(0.7, abs=0.01)  # as if m2 was never said
     assert "deleted with the dislike events" in after[("likes", "chemistry")].why
     assert "dislike" not in {h.event_type for h in api.recall(user_id=user, query="chemistry", k=5).events}
+
+
+def test_deleting_a_session_removes_it_everywhere_and_follows_provenance(pstack, prt, api, uid):
+    user, gone, kept = f"sess{uid}", f"sess{uid}-a", f"sess{uid}-b"
+    consent(pstack, user)
+    say(api, user, [("user", "I like chemistry"), ("user", "我今年16岁")], session=gone)
+    say(api, user, [("user", "I love chemistry")], session=kept, start=10)
+    beliefs = {(b.relation, b.object): b for b in api.profile(user).beliefs}
+    likes, age = beliefs[("likes", "chemistry")], beliefs[("age", "16")]
+    r = httpx.delete(f"{pstack.api_url}/v1/sessions/{gone}", params={"operator_id": "support-agent"})
+    assert r.status_code == 200
+    receipt = r.json()
+    assert (receipt["session_id"], sorted(receipt["messages"]), receipt["deleted_events"]) == (gone, ["m0", "m1"], 2)
+    assert (receipt["beliefs_removed"], receipt["beliefs_rescored"]) == ([age.rel_id], [likes.rel_id])
+    after = {(b.relation, b.object): b for b in api.profile(user).beliefs}
+    assert ("age", "16") not in after and after[("likes", "chemistry")].message_ids == ["m10"]
+    assert {h.session_id for h in api.recall(user_id=user, query="chemistry 16岁", k=5).events} == {kept}
+    assert api.messages(gone).messages == [] and api.messages(kept).messages
+    job = ids.job_id("default", gone, "m1")  # memory.retract, queued by the deletion's Redis step, ends it
+    wait_until(lambda: api.job(job).state == "retracted", 30, "the deleted session's jobs retracted")
+    held = json.dumps([prt.state.client.hgetall(k) for k in keys.session("default", gone).all()
+                       if prt.state.client.type(k) == "hash"], ensure_ascii=False)
+    assert "16岁" not in held and "chemistry" not in held  # no content left of it in Redis
+    r = httpx.post(f"{pstack.api_url}/v1/messages", json={"user_id": user, "session_id": gone, "message_id": "m1",
+                                                         "role": "user", "content": "我今年16岁", "client_ts": 1e9})
+    assert r.status_code == 409  # its ids are not taken again
+    assert httpx.delete(f"{pstack.api_url}/v1/sessions/nosuch{uid}").status_code == 404
+    audit = [json.loads(line) for line in (pstack.data_dir / "audit.jsonl").read_text().splitlines()]
+    [record] = [a for a in audit if a["action"] == "session.delete" and a.get("session_id") == gone]
+    assert record["operator_id"] == "support-agent" and record["beliefs_removed"] == [age.rel_id]
 
 
 def test_feedback_moves_weights_and_feeds_the_interference_rate(pstack, prt, api, uid):

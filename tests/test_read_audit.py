@@ -12,6 +12,8 @@ import pytest
 
 from memory.audit import verify
 from memory.mneme import Mneme
+from memory.state import keys
+from memory.userhash import user_hash
 from tests.polling import wait_until
 from tests.stacks import restarted, running_stack
 from workers.celery_app import create_celery
@@ -154,3 +156,25 @@ def test_a_read_whose_batch_died_with_its_api_process_is_written_by_the_redrive(
     app.close()
     assert (read.action, read.operator_id, read.agent) == ("read.recall", key_id, "night-tutor")
     assert [e["id"] for e in read.shown["events"]] == [e.event_id for e in shown.events]
+
+
+def test_a_read_still_on_its_way_when_the_user_is_erased_is_not_kept(rstack, rrt, uid):
+    """A read's record travels after the read; an erasure that comes first is not undone by its arrival."""
+    tenant, user = f"late-{uid}", "leaver"
+    c, _ = key_for(rstack, rrt, tenant)
+    who = user_hash(rrt.user_hash_key, tenant, user)
+
+    def held() -> list[str]:  # this user's read records in the outbox
+        return [record_id for record_id, raw in rrt.state.client.hgetall(keys.AUDIT_OUTBOX).items()
+                if json.loads(raw)["user"] == who and json.loads(raw)["action"].startswith("read.")]
+
+    with c:
+        remembered(c, user, f"s-{uid}", TEXTS[:1])
+        with restarted(rstack, "api", MNEME_EXTRACT_SEND_INTERVAL_S="600"):  # it holds its batches 10 min
+            c.recall(user_id=user, query="化学")
+            assert held()  # held, its batch not sent
+            receipt = c.erase(user)
+            assert receipt.complete and receipt.removed["reads"] == 0
+        # the API stopped gracefully and sent its batch on the way out: the worker writes it to the trail
+        wait_until(lambda: not held(), 30, "the late read record written")
+        assert rrt.reads.count(tenant, user) == 0 and c.reads(user).reads == []

@@ -4,6 +4,7 @@ merged into them said) and its graph evidence — even when its work was still q
 
 import time
 
+import httpx
 import pytest
 
 from memory import ids
@@ -175,12 +176,16 @@ def test_retracting_again_changes_nothing(client, uid, runtime, stack):
     assert after == before
 
 
-def test_undoing_a_message_whose_work_is_still_queued_leaves_nothing_of_it(client, uid, runtime, stack):
+@pytest.mark.parametrize("how", ["undo", "session deleted"])
+def test_taking_back_a_message_whose_work_is_still_queued_leaves_nothing_of_it(client, uid, runtime, stack, how):
     stack.stop_one("worker-pipeline")
     try:
         accepted = say(client, uid, 1, "我喜欢天文学，我今年15岁")
-        undone = client.rollback(f"a{uid}")
-        assert [m.message_id for m in undone.removed] == ["m1"]
+        if how == "undo":
+            assert [m.message_id for m in client.rollback(f"a{uid}").removed] == ["m1"]
+        else:
+            deleted = httpx.delete(f"{stack.api_url}/v1/sessions/a{uid}")
+            assert deleted.status_code == 200 and deleted.json()["messages"] == ["m1"]
     finally:
         stack.start_one("worker-pipeline")
         stack.wait_ready(wait_embedder=False)
@@ -189,7 +194,7 @@ def test_undoing_a_message_whose_work_is_still_queued_leaves_nothing_of_it(clien
     assert runtime.episodic.store.dump(TENANT, f"u{uid}", statuses=ALL_STATUSES) == []
     assert runtime.semantic.profile(TENANT, f"u{uid}", include_inactive=True) == []
     events, facts = recalled(client, uid, "天文学 我几岁")
-    assert not events and not facts
+    assert not events and not facts and window(client, uid) == []
 
 
 def test_a_retraction_whose_task_never_reached_the_broker_is_re_sent_by_the_redrive(client, uid, runtime, stack):

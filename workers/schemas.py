@@ -303,6 +303,7 @@ class DeletionReceipt(Wire):
     """What a deletion removed from long-term memory, and what it did to the beliefs those messages stood for."""
 
     event_type: EventType | None = Field(None, description="The type deleted, for a deletion by type.")
+    session_id: str | None = Field(None, description="The session deleted, for a deletion of a session.")
     deleted_events: int
     messages: list[str] = Field(description="Messages long-term memory no longer holds anything of.")
     beliefs_removed: list[str] = Field(description="Beliefs (rel ids) only those messages supported: retired.")

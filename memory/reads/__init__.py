@@ -32,7 +32,8 @@ class ReadLog(Protocol):
     def count(self, tenant: str, user: str) -> int: ...
 
     def erase(self, tenant: str, user: str) -> int:
-        """Delete the user's records; how many there were."""
+        """Delete the user's records; how many there were. A record of a read made before now that arrives
+        later (it was on its way) is not kept."""
         ...
 
     def ping(self) -> None: ...

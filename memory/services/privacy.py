@@ -39,6 +39,7 @@ from memory.services.trail import AuditTrail
 from memory.settings import Settings
 from memory.state import RedisState
 from memory.state.policy import Policy
+from memory.state.working import RetractTask
 from memory.text import language
 from memory.userdata import UserData
 from memory.userhash import user_hash
@@ -60,6 +61,7 @@ class DeletionReceipt(BaseModel):
     """What a deletion removed from long-term memory, and what it did to the beliefs those messages stood for."""
 
     event_type: EventType | None = Field(None, description="The type deleted, for a deletion by type.")
+    session_id: str | None = Field(None, description="The session deleted, for a deletion of a session.")
     deleted_events: int
     messages: list[str] = Field(description="Messages long-term memory no longer holds anything of.")
     beliefs_removed: list[str] = Field(description="Beliefs (rel ids) only those messages supported: retired.")
@@ -67,13 +69,13 @@ class DeletionReceipt(BaseModel):
     beliefs_restored: list[str] = Field(description="Values one of the messages had replaced: active again.")
 
     @classmethod
-    def of(cls, event_type: EventType | None, deleted: int, messages: list[str], changes: Sequence[Change]
-           ) -> DeletionReceipt:
+    def of(cls, event_type: EventType | None, deleted: int, messages: list[str], changes: Sequence[Change],
+           session_id: str | None = None) -> DeletionReceipt:
         def by(action: str) -> list[str]:
             return sorted({c.rel_id for c in changes if c.action == action})
 
-        return cls(event_type=event_type, deleted_events=deleted, messages=messages, beliefs_removed=by("retire"),
-                   beliefs_rescored=by("rescore"), beliefs_restored=by("restore"))
+        return cls(event_type=event_type, session_id=session_id, deleted_events=deleted, messages=messages,
+                   beliefs_removed=by("retire"), beliefs_rescored=by("rescore"), beliefs_restored=by("restore"))
 
 
 class Privacy:
@@ -138,6 +140,35 @@ class Privacy:
         return report
 
     # --- deleting ---------------------------------------------------------------------------------------
+    def forget_messages(self, tenant: str, user_id: str, message_ids: Sequence[str], why: str
+                        ) -> tuple[int, list[Change]]:
+        """What long-term memory made of these messages goes: their episodic rows (what other messages said
+        stays), their graph evidence (beliefs re-scored or removed, ``SemanticMemory.retract``). Returns how
+        many rows went and the graph changes. Running it again changes nothing."""
+        return (self._episodic.retract(tenant, user_id, message_ids),
+                self._semantic.retract(tenant, user_id, message_ids, why=why))
+
+    def delete_session(self, tenant: str, session_id: str, operator_id: str, task: RetractTask | None = None
+                       ) -> DeletionReceipt:
+        """Delete a session: its working memory (every kept version) in one step that records the retraction
+        of every message it took (``WorkingMemory.drop``, which sends ``task``: ``memory.retract`` ends their
+        jobs and removes whatever work still in flight wrote), and now what long-term memory made of them,
+        following provenance as a deletion by type does. Audited; the receipt lists it."""
+        retraction = self._state.working.drop(tenant, session_id, task)
+        if retraction is None:
+            return DeletionReceipt.of(None, 0, [], [], session_id=session_id)
+        removed, changes = self.forget_messages(tenant, retraction.user_id, retraction.message_ids,
+                                                why=f"deleted with session {session_id}")
+        receipt = DeletionReceipt.of(None, removed, sorted(retraction.message_ids), changes, session_id=session_id)
+        self._trail.submit([self._trail.record(tenant, retraction.user_id, "session.delete", operator_id, "human",
+                                               fields={"session_id": session_id, "messages": len(receipt.messages),
+                                                       "events_removed": removed,
+                                                       "beliefs_removed": receipt.beliefs_removed,
+                                                       "beliefs_rescored": receipt.beliefs_rescored,
+                                                       "beliefs_restored": receipt.beliefs_restored}),
+                            *self._trail.graph_changes(changes, operator_id)])
+        return receipt
+
     def delete_type(self, tenant: str, user_id: str, event_type: EventType, operator_id: str) -> DeletionReceipt:
         """Delete every stored event of one type (e.g. all small talk), and what the messages they were made
         from stood for in the graph: a belief only they supported is removed (retired), one others support

@@ -301,6 +301,21 @@ class WorkingMemory:
             removed=self._opened(tenant, reply[4], self._parse(session_id, reply[3])),
         )
 
+    def drop(self, tenant: str, session_id: str, task: RetractTask | None = None) -> Retraction | None:
+        """Delete the session's content in one step: every message it took is marked retracted (work still
+        queued for it is dropped; its ids are not accepted again), records, full texts and snapshots go, the
+        window is empty; the retraction of them all is recorded in the same step and ``task`` goes onto the
+        broker after it, as for a rollback. None if it never took a message; 404 for no such session."""
+        reply = self._run(tenant, session_id, "drop", self._settings.session_ttl_s, tenant, session_id)
+        if reply[0] == "nosession":
+            raise NotFound(f"no session {session_id!r}")
+        if not reply[3]:
+            return None
+        retraction = Retraction.of(reply[3])
+        if task is not None:
+            self._dispatch.push([task(retraction.message_ids, retraction.user_id)])
+        return retraction
+
     def retraction_done(self, retraction: Retraction) -> None:
         """``memory.retract`` removed what long-term memory made of these messages."""
         self._redis.zrem(keys.retracting(ids.shard(retraction.tenant, retraction.session_id)), retraction.member())

@@ -14,13 +14,14 @@ import uuid
 from memory import ids
 from memory.errors import InvalidInput
 from memory.logs import request_id
+from memory.state.working import RetractTask
 from memory.text import clean
 from tasks.envelope import task_message
-from workers.api.deps import Extractions, Memory, PathId, Tenant, resource_router
+from workers.api.deps import Extractions, Memory, OperatorId, PathId, Tenant, resource_router
 from workers.api.requests import MessageIn, RollbackIn
 from workers.api.wire import out
 from workers.celery_app import ROUTES
-from workers.schemas import FullMessage, MessageAccepted, RolledBack, SessionView
+from workers.schemas import DeletionReceipt, FullMessage, MessageAccepted, RolledBack, SessionView
 
 EXTRACT_QUEUE = ROUTES["memory.extract"]
 router = resource_router()
@@ -75,10 +76,27 @@ async def rollback(tenant: Tenant, mneme: Memory, session_id: PathId, body: Roll
     window is empty) or restore a whole kept snapshot (``to_version``). Every message taken out is
     retracted: its queued work is dropped, and ``memory.retract`` (queued in the same Redis step)
     removes its episodic events and graph evidence. Its ``message_id`` is not accepted again."""
-    def retraction(message_ids: list[str], user_id: str) -> tuple[str, str]:
-        # on the extract queue; an extraction that runs after it finds its message retracted and does nothing
+    return out(RolledBack, mneme.working.rollback(tenant, session_id, None if body.undo_last else body.to_version,
+                                                  task=retraction_task(tenant, session_id)))
+
+
+def retraction_task(tenant: str, session_id: str) -> RetractTask:
+    """The ``memory.retract`` task of messages a step took back (a rollback, a session's deletion), on the
+    extract queue: an extraction that runs after it finds its message retracted and does nothing."""
+    def task(message_ids: list[str], user_id: str) -> tuple[str, str]:
         kwargs = {"tenant": tenant, "user_id": user_id, "session_id": session_id, "message_ids": message_ids}
         return task_message("memory.retract", str(uuid.uuid4()), kwargs, EXTRACT_QUEUE, request_id.get())
 
-    return out(RolledBack, mneme.working.rollback(tenant, session_id, None if body.undo_last else body.to_version,
-                                                  task=retraction))
+    return task
+
+
+@router.delete("/v1/sessions/{session_id}", response_model=DeletionReceipt, tags=["working memory"])
+def delete_session(tenant: Tenant, mneme: Memory, session_id: PathId,
+                   operator_id: OperatorId = "user") -> DeletionReceipt:
+    """Delete a session: its working memory (the window and every kept version), and what long-term memory
+    made of every message it took, following provenance — its events go (what other messages said stays), a
+    belief only its messages supported is removed, one others support too is re-scored from what remains.
+    Work still queued for it is dropped; its message ids are not accepted again. The receipt lists what was
+    removed and re-scored. Audited."""
+    return out(DeletionReceipt, mneme.privacy.delete_session(tenant, session_id, operator_id,
+                                                             task=retraction_task(tenant, session_id)))

@@ -4,7 +4,7 @@
 -- (counters.lua) and job_accept (jobs.lua). Every key is in the session's shard (one hash tag: one slot of a
 -- cluster); the caller pushes the tasks a step decides onto the broker after it (``memory.state.dispatch``).
 -- KEYS: meta, msg, full, snap, ids, job, pending, user_sessions, metrics, retracting[, job keys ('seal')]
--- ARGV[1] = op: 'append' | 'rollback' | 'read' | 'before' | 'get' | 'held' | 'seal' | 'child'
+-- ARGV[1] = op: 'append' | 'rollback' | 'drop' | 'read' | 'before' | 'get' | 'held' | 'seal' | 'child'
 --
 -- Whether the session's user is a child is kept in meta ('child': '1' or '0'), so the accept step need not
 -- read the user's policy (another slot): set from the policy its caller read when the session starts, and
@@ -316,6 +316,34 @@ if op == 'rollback' then
     redis.call('ZADD', retracting, redis.call('TIME')[1], retraction)
   end
   return {'ok', version, target, gone, user, retraction}
+end
+
+if op == 'drop' then
+  -- ARGV: op, ttl, tenant, session_id. Delete the session's content: every message id it ever took is
+  -- marked retracted in `ids` (kept until the TTL: the id is not accepted again, and work still queued for
+  -- it is dropped, as after an undo), its records, full texts and kept snapshots go, and its head is a new
+  -- version with an empty window. The retraction of all its messages is recorded in this same step, as a
+  -- rollback's is. Replies 'ok', version, owner, retraction ('' if it never took a message).
+  local head = tonumber(redis.call('HGET', meta, 'head'))
+  if not head then return {'nosession'} end
+  local taken = redis.call('HGETALL', ids)
+  local retracted = {}
+  for i = 1, #taken, 2 do
+    if string.sub(taken[i + 1], -2) ~= '|r' then redis.call('HSET', ids, taken[i], taken[i + 1] .. '|r') end
+    retracted[#retracted + 1] = taken[i]
+  end
+  redis.call('DEL', msg, full, snap)
+  local version = head + 1
+  redis.call('HSET', snap, version, '')
+  redis.call('HSET', meta, 'head', version, 'mono', 1)
+  expire_all(tonumber(ARGV[2]))
+  local user = redis.call('HGET', meta, 'user') or ''
+  local retraction = ''
+  if #retracted > 0 then
+    retraction = table.concat({ARGV[3], user, ARGV[4], table.concat(retracted, ',')}, '\031')
+    redis.call('ZADD', retracting, redis.call('TIME')[1], retraction)
+  end
+  return {'ok', version, user, retraction}
 end
 
 if op == 'read' then
