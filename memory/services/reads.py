@@ -7,9 +7,9 @@ the reason for each (a recalled event's score parts, a fact's "mentioned in the 
 (``memory.services.trail``): in the API the request only holds it in Redis (one round trip) and the process
 sends the held records of its reads a batch at a time (``workers.api.sends``) to a worker, which writes them
 to the sink and to the read log off the request's path; a batch lost with its process is re-sent from the
-outbox by the redrive. The read log (``memory.reads``) answers "who saw
-what about me", newest first; as a store of user data (``memory.userdata``) it is erased and exported with
-the rest. The hash-chained trail keeps its copy, which names the user only by their keyed hash.
+outbox by the redrive. The read log (``memory.reads``) answers "who saw what about me", newest first; as a
+store of user data (``memory.userdata``) it is erased and exported with the rest. The hash-chained trail
+keeps its copy, which names the user only by their keyed hash.
 """
 
 from __future__ import annotations
@@ -96,4 +96,3 @@ class ReadAudit:
 
     def _user(self, tenant: str, user_id: str) -> str:
         return user_hash(self._hash_key, tenant, user_id)
-
