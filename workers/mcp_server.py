@@ -66,7 +66,9 @@ def _api() -> Iterator[MnemeClient]:
     """A client for one tool call; API errors become tool errors the agent can read."""
     url, why = api_url()
     try:
-        with MnemeClient(url, api_key=os.environ.get("MNEME_API_KEY") or None) as client:
+        # the read audit names the agent reading: the MCP server's agent, or "mcp"
+        with MnemeClient(url, api_key=os.environ.get("MNEME_API_KEY") or None,
+                         agent=os.environ.get("MNEME_AGENT") or "mcp") as client:
             yield client
     except MnemeAPIError as exc:
         raise ToolError(f"Mneme API error {exc.status} {exc.error}: {exc.message}") from exc
