@@ -19,6 +19,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.polling import wait_until
 from tests.stacks import running_stack
 from workers.client import MnemeClient
 from workers.local.stack import free_port
@@ -127,6 +128,12 @@ async def test_remember_recall_profile_forget(stack, uid, tmp_path):
         english = await call(session, "recall", user_id=user, query="What subject do I like?", k=2)
         assert ("likes", "chemistry") in {(f["relation"], f["object"]) for f in english["facts"]}
         assert english["working"] == [] and len(english["events"]) <= 2
+
+        def reads() -> list:  # the read audit names the MCP server as the agent that read
+            with MnemeClient(stack.api_url) as client:
+                return wait_until(lambda: len(r := client.reads(user).reads) >= 2 and r, 30, "two reads recorded")
+
+        assert {(r.action, r.agent) for r in await anyio.to_thread.run_sync(reads)} == {("read.recall", "mcp")}
 
         prof = await call(session, "profile", user_id=user)
         beliefs = {(b["relation"], b["object"]): b for b in prof["beliefs"]}
