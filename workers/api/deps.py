@@ -3,6 +3,7 @@ router itself (its bodies read as strict JSON)."""
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Annotated, Any
 
@@ -17,6 +18,7 @@ from workers.api.sends import Sends
 from workers.api.strict_json import StrictJsonRoute
 
 AGENT_HEADER = "X-Mneme-Agent"
+log = logging.getLogger(__name__)
 
 
 async def mneme_of(request: Request) -> Mneme:
@@ -63,7 +65,10 @@ async def reader_of(request: Request, tenant: Tenant) -> Reader:
     audits: Sends[dict[str, Any]] = request.app.state.audits
 
     def send(records: list[dict[str, Any]]) -> None:  # from the handler's worker thread to the event loop
-        from_thread.run_sync(audits.add, records)
+        try:
+            from_thread.run_sync(audits.add, records)
+        except Exception:  # noqa: BLE001 - the records are held: the redrive sends them; the read answers
+            log.warning("could not send a batch of read records; the redrive will", exc_info=True)
 
     return Reader(tenant, request.state.key_id, agent, send=send)
 
