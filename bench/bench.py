@@ -18,6 +18,8 @@ takes their names):
 - ``api``       POST /v1/messages latency under an open-loop 500 requests/s load, against the same stack.
 - ``reads``     recall p50/p95 over HTTP with every read recorded (the read audit) vs an API process of the
                 same stack that records none, asked the same queries in turn (``bench/read_audit.py``).
+- ``fairness``  one caller's 50 messages posted behind another's 5,000: time until they are done, vs alone
+                (``bench/fairness.py``).
 - ``recall``    episodic search p50/p95 with N users × 1,000 messages (200 live events, the rest in the deep
                 tier: all searched) in the embedded SQLite store, two sizes up to 2 M stored messages.
 - ``extract``   rule extraction messages/s on one core.
@@ -51,6 +53,7 @@ import numpy as np
 import redis
 
 from bench import readme
+from bench.fairness import bench_fairness
 from bench.read_audit import bench_read_audit
 from memory import ids
 from memory.mneme import Mneme
@@ -933,6 +936,11 @@ def notes(r: dict) -> list[str]:
                    f"holding {rd['messages']} messages, asked in turn of the stack's API and of a second API process "
                    f"with MNEME_READ_AUDIT=false (the raw baseline), sequential, keep-alive; reads recorded by the "
                    f"worker: {rd['reads_recorded']}")
+    if "fairness" in r:
+        fa = r["fairness"]
+        out.append(f"fairness: {fa['flood']} messages of one user POSTed on 16 connections, then {fa['few']} of "
+                   f"another on 8; the flood was done {fa['a_flood_s']:.1f} s after its first POST; raw baseline: "
+                   f"the {fa['few']} alone on the same stack, first")
     if "recall" in r:
         rc = r["recall"]
         out.append("recall: memory.recall.search_events with a real query embedding (k=5, inferred types), both "
@@ -1018,6 +1026,8 @@ def main() -> None:
                 stack.stop()
         if "reads" in only:
             run("reads", "read audit", lambda: bench_read_audit(tmp / "reads", args.recall_queries))
+        if "fairness" in only:
+            run("fairness", "a flood and a late caller", lambda: bench_fairness(tmp / "fairness"))
         if "recall" in only:
             sizes = [int(x) for x in args.recall_users.split(",")]
             run("recall", "recall at scale", with_redis(tmp / "recall-redis", lambda st: bench_recall(

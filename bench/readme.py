@@ -144,6 +144,12 @@ def _reads(r: dict) -> list[Row]:
     ]
 
 
+def _fairness(f: dict) -> list[Row]:
+    return [row(f"{f['few']} messages posted behind {f['flood']:,} of another caller: all done", "{:.1f} s",
+                f["b_behind_flood_s"], LOWER, show("{:.1f} s", f["b_alone_s"]), show("{:.1f}x", f["b_wait_ratio"]),
+                "(info) no per-tenant share yet")]
+
+
 def _api(a: dict) -> list[Row]:
     rate, light, alone, raw = a["target_rate"], a["at_50_per_s"], a["workers_stopped"], a.get("raw_asgi", {})
     accepted = set(a["statuses"]) in ({"202"}, {202}) and set(alone["statuses"]) in ({"202"}, {202})
@@ -218,7 +224,7 @@ def _embedder(e: dict) -> list[Row]:
 #: every section's rows, in table order
 SECTION_ROWS: dict[str, Callable[[dict], list[Row]]] = {
     "working": _working, "cluster": _cluster, "memory": _memory, "footprint": _footprint, "e2e": _e2e, "api": _api,
-    "reads": _reads, "recall": _recall, "extract": _extract, "embedder": _embedder}
+    "reads": _reads, "fairness": _fairness, "recall": _recall, "extract": _extract, "embedder": _embedder}
 
 
 def rows(results: dict) -> list[Row]:
