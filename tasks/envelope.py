@@ -57,6 +57,9 @@ def batch_message(task: str, jobs: Sequence[tuple[str, str | None]], queue: str)
 
 
 
+AUDIT_BATCH = 100  # audit records per memory.audit task: the redrive's, and an API process's reads
+
+
 def audit_message(records: list[dict[str, Any]], queue: str, request_id: str | None = None) -> tuple[str, str]:
     """A ``memory.audit`` message writing ``records`` (what ``AuditTrail.submit`` pushes once they are held)."""
     return task_message("memory.audit", str(uuid.uuid4()), {"records": records}, queue, request_id)

@@ -12,6 +12,7 @@ from memory.mneme import Mneme, get_mneme
 from memory.pipeline import tuning_stage
 from memory.services.maintenance import Job
 from tasks.base import MnemeTask
+from tasks.envelope import AUDIT_BATCH
 from tasks.pipeline import audit, extract, retract, send_audit
 
 
@@ -27,8 +28,8 @@ def redrive(self: MnemeTask, dry_run: bool = False, limit: int = 500) -> dict[st
     if not dry_run:
         for job_id in report["job_ids"]:
             extract.apply_async(kwargs={"job_id": job_id}, task_id=job_id)
-        for i in range(0, len(held), 100):
-            audit.apply_async(kwargs={"records": held[i:i + 100]})
+        for i in range(0, len(held), AUDIT_BATCH):
+            audit.apply_async(kwargs={"records": held[i:i + AUDIT_BATCH]})
         for r in retractions:
             retract.apply_async(kwargs=r.model_dump())
     return {**report, "resent": 0 if dry_run else len(report["job_ids"]), "dry_run": dry_run,

@@ -17,13 +17,13 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from memory.mneme import Mneme, get_mneme
+from tasks.envelope import AUDIT_BATCH
 from workers.api import beliefs, errors, feedback, health, jobs, messages, recall, users
 from workers.api.observability import install
 from workers.api.sends import audit_sends, extraction_sends
 from workers.api.strict_json import StrictJsonRoute
 from workers.celery_app import ROUTES
 
-AUDIT_BATCH = 100  # read records per memory.audit task (the workers' own audit tasks carry up to 100 too)
 #: in this order, the OpenAPI document lists the paths as it always has
 ROUTERS = tuple(m.router for m in (messages, recall, beliefs, users, feedback, jobs, health))
 
