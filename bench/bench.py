@@ -406,9 +406,10 @@ def _message_body(i: int, text: str, role: str, users: int, per_session: int, ts
             "role": role, "content": text, "client_ts": ts}
 
 
-async def _enqueue_all(port: int, bodies: list[dict], concurrency: int) -> list[str]:
+async def _enqueue_all(port: int, bodies: list[dict], concurrency: int, api_key: str = "") -> list[str]:
     """POST every body on ``concurrency`` keep-alive connections with the API bench's minimal client (httpx
-    spent ~1 ms of the box's CPU per request, which the stack it measures would pay for); their job ids."""
+    spent ~1 ms of the box's CPU per request, which the stack it measures would pay for), as ``api_key``'s
+    tenant if given; their job ids."""
     job_ids: list[str] = [""] * len(bodies)
     queue: asyncio.Queue[int] = asyncio.Queue()
     for i in range(len(bodies)):
@@ -416,7 +417,7 @@ async def _enqueue_all(port: int, bodies: list[dict], concurrency: int) -> list[
     host = f"127.0.0.1:{port}"
 
     async def worker() -> None:
-        conn = _Conn(*await asyncio.open_connection("127.0.0.1", port))
+        conn = _Conn(*await asyncio.open_connection("127.0.0.1", port), api_key)
         try:
             while not queue.empty():
                 i = queue.get_nowait()
@@ -528,12 +529,14 @@ def _drain(stack: Stack, bodies: list[dict]) -> dict:
 
 
 class _Conn:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, api_key: str = "") -> None:
         self.reader, self.writer = reader, writer
+        self.auth = b"authorization: Bearer %s\r\n" % api_key.encode() if api_key else b""
 
     async def post(self, host: str, path: str, body: bytes) -> tuple[int, bytes]:
-        self.writer.write(b"POST %s HTTP/1.1\r\nHost: %s\r\ncontent-type: application/json\r\n"
-                          b"content-length: %d\r\n\r\n%s" % (path.encode(), host.encode(), len(body), body))
+        self.writer.write(b"POST %s HTTP/1.1\r\nHost: %s\r\ncontent-type: application/json\r\n%s"
+                          b"content-length: %d\r\n\r\n%s" % (path.encode(), host.encode(), self.auth, len(body),
+                                                                 body))
         head = await self.reader.readuntil(b"\r\n\r\n")
         status = int(head.split(b" ", 2)[1])
         length = 0
@@ -938,9 +941,12 @@ def notes(r: dict) -> list[str]:
                    f"worker: {rd['reads_recorded']}")
     if "fairness" in r:
         fa = r["fairness"]
-        out.append(f"fairness: {fa['flood']} messages of one user POSTed on 16 connections, then {fa['few']} of "
-                   f"another on 8; the flood was done {fa['a_flood_s']:.1f} s after its first POST; raw baseline: "
-                   f"the {fa['few']} alone on the same stack, first")
+        out.append(f"fairness: {fa['flood']} messages of tenant A POSTed on 16 connections, then {fa['few']} of "
+                   f"tenant B on 8, each tenant at most {fa['window']} jobs in the pipeline; the flood was done "
+                   f"{fa['a_flood_s']:.1f} s after its first POST, with {fa['a_left_when_b_done']} of it left when "
+                   f"B's were done; one line for all (MNEME_TENANT_WINDOW=0): B done after "
+                   f"{fa['fifo']['b_behind_flood_s']:.1f} s, the flood after {fa['fifo']['a_flood_s']:.1f} s; raw "
+                   f"baseline: B's {fa['few']} alone on the same stack, first")
     if "recall" in r:
         rc = r["recall"]
         out.append("recall: memory.recall.search_events with a real query embedding (k=5, inferred types), both "

@@ -145,9 +145,14 @@ def _reads(r: dict) -> list[Row]:
 
 
 def _fairness(f: dict) -> list[Row]:
-    return [row(f"{f['few']} messages posted behind {f['flood']:,} of another caller: all done", "{:.1f} s",
+    fifo = f.get("fifo", {})
+    return [row(f"{f['few']} messages of a tenant posted behind {f['flood']:,} of another: all done", "{:.1f} s",
                 f["b_behind_flood_s"], LOWER, show("{:.1f} s", f["b_alone_s"]), show("{:.1f}x", f["b_wait_ratio"]),
-                "(info) no per-tenant share yet")]
+                f"<= 5 s (one line for all: {show('{:.1f} s', fifo.get('b_behind_flood_s'))})",
+                at_most(f["b_behind_flood_s"], 5) if fifo else None),
+            row(f"  the {f['flood']:,}: all done", "{:.1f} s", f["a_flood_s"], LOWER,
+                show("{:.1f} s", fifo.get("a_flood_s")), show("{:.2f}x", div(f["a_flood_s"], fifo.get("a_flood_s"))),
+                "(info) baseline: one line for all")]
 
 
 def _api(a: dict) -> list[Row]:

@@ -5,7 +5,7 @@
     ├── Unauthorized            401  no API key, or an unknown or revoked one
     ├── NotFound                404  no such session / version / job / message (or another tenant's)
     ├── Conflict                409  an id is reused with other content, or a session has another owner
-    ├── RateLimited             429  the API key's requests-per-minute are used up
+    ├── RateLimited             429  the API key's requests-per-minute are used up, or the tenant's line is full
     ├── ConfigurationError      500  bad settings, unknown backend scheme, missing extra
     └── TransientError          503  a backend is unreachable or busy; safe to retry
 """
@@ -39,6 +39,10 @@ class Unauthorized(MnemeError):
 class RateLimited(MnemeError):
     status = 429
     code = "rate_limited"
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s  # answered as ``Retry-After``
 
 
 class NotFound(MnemeError):

@@ -7,6 +7,10 @@ says why in an :class:`LLMOutcome` and counts the reason (``memory.state.llm_usa
 
 Budget: each tenant may spend ``llm_daily_token_budget`` tokens per UTC day (``memory.state.llm_usage``, 2-day TTL);
 0 disables the stage. The check happens before the call, so concurrent workers can overshoot by a call each.
+Back-off, per tenant: a provider answering 429 or 503 to a tenant's call pauses that tenant's calls for what it
+asked (``Retry-After``) or for twice the tenant's last pause (2 s, 4 s, … at most ``llm_backoff_max_s``); during
+the pause its messages keep the rules' result (reason ``backoff``) without a call, and other tenants' calls go
+on. A call that succeeds ends the tenant's back-off.
 Redis errors are not LLM problems: they raise :class:`TransientError`, as everywhere else.
 """
 
@@ -68,7 +72,7 @@ class LLMOutput(BaseModel):
 
 class LLMOutcome(BaseModel):
     used_llm: bool
-    reason: str  # ok | timeout | unreachable | http_<status> | malformed | schema | budget_exhausted
+    reason: str  # ok | timeout | unreachable | http_<status> | malformed | schema | budget_exhausted | backoff
     tokens: int = 0  # tokens charged to the tenant's budget by this call
 
 
@@ -120,6 +124,8 @@ class LLMExtractor:
         budget = self.settings.llm_daily_token_budget
         if budget <= 0 or self.usage.spent(message.tenant, day) >= budget:
             raise _Failure("budget_exhausted")
+        if (paused := self.usage.paused(message.tenant, self.clock())) is True:
+            raise _Failure("backoff")
         prompt = [
             {"role": "system", "content": SYSTEM_PROMPT},
             {"role": "user", "content": f"role: {message.role.value}\nmessage:\n{html.unescape(message.content)}"},
@@ -133,7 +139,12 @@ class LLMExtractor:
         except (httpx.HTTPError, httpx.InvalidURL) as exc:  # refused, DNS, TLS, reset, bad URL
             raise _Failure("unreachable") from exc
         if not response.is_success:
+            if response.status_code in (429, 503):  # the provider asks us to slow down: this tenant's calls do
+                self.usage.back_off(message.tenant, self.clock(), _retry_after(response),
+                                    self.settings.llm_backoff_max_s)
             raise _Failure(f"http_{response.status_code}")
+        if paused is False:
+            self.usage.recovered(message.tenant)
         try:
             envelope = response.json()
             content = envelope["choices"][0]["message"]["content"]
@@ -187,3 +198,12 @@ class LLMExtractor:
                     message_ids=[message.message_id], ts=message.client_ts,
                 ))
         return Extraction(events=list(events.values()), facts=list(facts.values()))
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    """The seconds a provider's ``Retry-After`` asks for (its HTTP-date form is not used by LLM APIs)."""
+    try:
+        seconds = float(response.headers.get("retry-after", ""))
+    except ValueError:
+        return None
+    return seconds if 0 < seconds < 86_400 else None

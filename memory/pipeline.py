@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import logging
+import time
 from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
@@ -123,6 +124,17 @@ def type_only(events: Sequence[Event]) -> list[Event]:
 def needs_llm(mneme: Mneme, extraction: Extraction) -> bool:
     """The LLM stage (when configured) sees only messages the rules could not type."""
     return bool(mneme.settings.llm_base_url) and all(e.event_type is EventType.statement for e in extraction.events)
+
+
+def llm_admitted(mneme: Mneme, job_id: str, message: Message) -> bool:
+    """Whether the message's tenant may queue one more LLM call this minute (``MNEME_LLM_TENANT_CALLS_PER_MIN``),
+    so one tenant's flood cannot fill the LLM queue ahead of the others. A message refused keeps the rules'
+    extraction; its job says ``llm: tenant_rate``, and the reason is counted."""
+    if mneme.state.llm_usage.admit_call(message.tenant, mneme.settings.llm_tenant_calls_per_min, time.time()):
+        return True
+    mneme.state.jobs.note(job_id, llm="tenant_rate")
+    mneme.state.llm_usage.count_failure("tenant_rate")
+    return False
 
 
 def llm_stage(mneme: Mneme, job_id: str, message: Message) -> Extraction:

@@ -77,6 +77,11 @@ class Settings(BaseSettings):
     graph_batch_size: int = Field(32, ge=1, le=1024, description="Graph writes of up to this many messages run "
                                                                   "as one task, with one audit task.")
     graph_flush_interval_s: float = Field(0.1, gt=0, description="…or what came within this long.")
+    tenant_window: int = Field(
+        256, ge=0, description="Jobs of one tenant in the pipeline at once; the rest wait in the tenant's own line, "
+        "so one tenant's flood does not hold up the others (memory.state.fairness). 0: one line for all.")
+    tenant_queue_limit: int = Field(
+        50_000, ge=1, description="Messages of one tenant waiting for the pipeline before a new one is answered 429.")
     task_max_retries: int = Field(8, ge=0)
     preload_embedder: bool = Field(False, description="Load the model when a worker process starts.")
     stage_stall_after_s: float = Field(
@@ -100,6 +105,12 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(20.0, gt=0)
     llm_rate_limit: str = Field("60/m", description="Celery rate limit of the llm queue, per worker.")
     llm_daily_token_budget: int = Field(200_000, ge=0, description="Per tenant per UTC day.")
+    llm_tenant_calls_per_min: int = Field(
+        30, ge=0, description="LLM calls one tenant may queue a minute; its messages beyond keep the rules' "
+        "extraction (job note llm=tenant_rate), so one tenant cannot fill the LLM queue ahead of the others. 0: no "
+        "limit.")
+    llm_backoff_max_s: float = Field(300.0, gt=0, description="The longest a tenant's LLM calls pause after the "
+                                     "provider answered 429 or 503 (its Retry-After, else doubling from 2 s).")
 
     # --- episodic memory ---------------------------------------------------------------------
     merge_threshold: float = Field(0.9, gt=0, le=1, description="Cosine at which same-type events merge.")

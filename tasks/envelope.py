@@ -56,6 +56,10 @@ def batch_message(task: str, jobs: Sequence[tuple[str, str | None]], queue: str)
     return task_message(task, str(uuid.uuid4()), kwargs, queue)
 
 
+def extract_messages(jobs: Sequence[tuple[str, str | None]], queue: str, batch_size: int) -> list[tuple[str, str]]:
+    """``memory.extract`` messages for these jobs, each naming up to ``batch_size`` of them."""
+    return [batch_message("memory.extract", jobs[i:i + batch_size], queue) for i in range(0, len(jobs), batch_size)]
+
 
 AUDIT_BATCH = 100  # audit records per memory.audit task: the redrive's, and an API process's reads
 

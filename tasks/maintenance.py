@@ -12,7 +12,7 @@ from memory.mneme import Mneme, get_mneme
 from memory.pipeline import tuning_stage
 from memory.services.maintenance import Job
 from tasks.base import MnemeTask
-from tasks.envelope import AUDIT_BATCH
+from tasks.envelope import AUDIT_BATCH, extract_messages
 from tasks.pipeline import audit, extract, retract, send_audit
 
 
@@ -28,6 +28,10 @@ def redrive(self: MnemeTask, dry_run: bool = False, limit: int = 500) -> dict[st
     if not dry_run:
         for job_id in report["job_ids"]:
             extract.apply_async(kwargs={"job_id": job_id}, task_id=job_id)
+        let_in = mneme.state.fair.sweep()  # places that ended unseen, freed: waiting jobs take them
+        mneme.state.dispatch.push(extract_messages(let_in, extract.app.conf.task_routes["memory.extract"]["queue"],
+                                                   mneme.settings.extract_batch_size))
+        report["let_in"] = len(let_in)
         for i in range(0, len(held), AUDIT_BATCH):
             audit.apply_async(kwargs={"records": held[i:i + AUDIT_BATCH]})
         for r in retractions:
@@ -37,13 +41,18 @@ def redrive(self: MnemeTask, dry_run: bool = False, limit: int = 500) -> dict[st
 
 
 def lost_jobs(mneme: Mneme, app: Celery, limit: int) -> dict[str, Any]:
-    """Of the jobs not done after ``MNEME_REDRIVE_AFTER_S``, those no queue and no worker holds: ``stale``
-    counts them all, ``in_flight`` those still on their way, ``job_ids`` the lost ones."""
+    """Of the jobs not done after ``MNEME_REDRIVE_AFTER_S``, those no queue, no worker and no tenant's line
+    holds: ``stale`` counts them all, ``in_flight`` those still on their way, ``waiting`` those waiting their
+    tenant's turn (``memory.state.fairness``), ``job_ids`` the lost ones."""
     stale = pipeline.stale_jobs(mneme, limit)
     held = mneme.state.broker.held_job_ids(app.amqp.queues) if stale else set()  # the broker is this Redis
     unheld = [job_id for job_id in stale if job_id not in held]
-    lost = mneme.state.jobs.unfinished(unheld)  # not those that finished while the broker was read
-    return {"stale": len(stale), "in_flight": len(stale) - len(unheld), "job_ids": lost}
+    tenants = [(found.tenant, found.job_id) for found in mneme.state.jobs.inputs(unheld)
+               if found is not None and found.tenant]
+    waiting = mneme.state.fair.waiting(tenants) if tenants else set()
+    # not those that finished while the broker was read
+    lost = mneme.state.jobs.unfinished([job_id for job_id in unheld if job_id not in waiting])
+    return {"stale": len(stale), "in_flight": len(stale) - len(unheld), "waiting": len(waiting), "job_ids": lost}
 
 
 @shared_task(name="memory.train_adapter", base=MnemeTask, stage="maintenance")

@@ -27,7 +27,7 @@ from memory.state.jobs import Declaration, JobInput
 from memory.state.policy import Policy
 from memory.state.working import Retraction
 from tasks.base import MnemeTask
-from tasks.envelope import audit_message, batch_message
+from tasks.envelope import audit_message, batch_message, extract_messages
 from tasks.signals import REQUEST_ID_HEADER
 
 log = logging.getLogger(__name__)
@@ -54,6 +54,7 @@ def llm_extract(job_id: str) -> dict[str, Any]:
     mode, parsed = pipeline.gate(mneme, job_id, message, ended, mneme.state.policies.get(message.tenant,
                                                                                         message.user_id))
     if mode is not pipeline.Mode.full:
+        _settle({job_id: message.tenant})  # it ended here
         return {"mode": mode.value}
     extraction = pipeline.llm_stage(mneme, job_id, parsed)
     declared = pipeline.declaration(mneme, job_id, parsed, extraction)._replace(request_id=request_id.get())
@@ -168,8 +169,15 @@ def extract(requests: list[SimpleRequest]) -> int:
     Failures as in ``embed``: job by job, so a poison message fails its own job only."""
     mneme = get_mneme()
     named = _named(requests, "extract")
-    if (inputs := _inputs(extract, named, "extract", lambda found: pipeline.extract_inputs(mneme, found))) is None:
+    if (got := _inputs(extract, named, "extract", lambda found: pipeline.extract_inputs(mneme, found))) is None:
         return 0
+    try:
+        return _extract_batch(mneme, named, got[0])
+    finally:
+        _settle(got[1])
+
+
+def _extract_batch(mneme: Mneme, named: list[Job], inputs: list[pipeline.ExtractInput | InvalidInput | None]) -> int:
     users = list(dict.fromkeys((f[0].tenant, f[0].user_id) for f in inputs if isinstance(f, tuple)))
     try:
         policies = dict(zip(users, mneme.state.policies.get_each(users), strict=True))
@@ -210,7 +218,8 @@ def _extracted(mneme: Mneme, job: Job, message: Message, ended: str | None,
     mode, extraction = pipeline.rule_stage(mneme, mode, parsed)
     if mode is pipeline.Mode.child:
         policies[user] = policies[user].model_copy(update={"child": True})
-    if mode is pipeline.Mode.full and pipeline.needs_llm(mneme, extraction):
+    if (mode is pipeline.Mode.full and pipeline.needs_llm(mneme, extraction)
+            and pipeline.llm_admitted(mneme, job.job_id, parsed)):
         llm_extract.apply_async(kwargs={"job_id": job.job_id})
         return None
     return pipeline.declaration(mneme, job.job_id, parsed, extraction, mode)._replace(request_id=job.request_id)
@@ -223,8 +232,15 @@ def embed(requests: list[SimpleRequest]) -> int:
     # so one poison message fails its own job only. Embedded a batch (MNEME_EMBED_BATCH_SIZE) at a time.
     mneme = get_mneme()
     named = _named(requests, "embed")
-    if (built := _inputs(embed, named, "embed", lambda found: pipeline.embed_items(mneme, found))) is None:
+    if (got := _inputs(embed, named, "embed", lambda found: pipeline.embed_items(mneme, found))) is None:
         return 0
+    try:
+        return _embed_batch(mneme, named, got[0])
+    finally:
+        _settle(got[1])
+
+
+def _embed_batch(mneme: Mneme, named: list[Job], built: list[pipeline.EmbedItem | InvalidInput | None]) -> int:
     items = []
     for job, item in zip(named, built, strict=True):
         if isinstance(item, InvalidInput):  # a malformed job fails alone
@@ -276,13 +292,32 @@ def _named(requests: Sequence[SimpleRequest], stage: str) -> list[Job]:
 
 
 def _inputs(task: Any, named: Sequence[Job], stage: str,
-            decode: Callable[[list[JobInput | None]], list[_T]]) -> list[_T] | None:
-    """The batch's jobs' inputs, decoded, in one round trip; None when Redis failed, each job retried."""
+            decode: Callable[[list[JobInput | None]], list[_T]]) -> tuple[list[_T], dict[str, str]] | None:
+    """The batch's jobs' inputs, decoded, in one round trip, and each job's tenant (job id → tenant, for
+    ``_settle``); None when Redis failed, each job retried."""
     try:
-        return decode(get_mneme().state.jobs.inputs([job.job_id for job in named]))
+        found = get_mneme().state.jobs.inputs([job.job_id for job in named])
+        return decode(found), {f.job_id: tenant for f in found if f is not None and (tenant := f.tenant)}
     except TransientError as exc:
         _retry_each(task, named, stage, exc)
         return None
+
+
+def _settle(tenants: dict[str, str]) -> None:
+    """The batch's jobs that ended (job id → tenant) free their places in their tenants' lines; the waiting
+    jobs let in go to extraction (``memory.state.fairness``). A place this misses (Redis failing here) is
+    found by the next step that looks at the tenant's line."""
+    mneme = get_mneme()
+    if not mneme.state.fair.on or not tenants:
+        return
+    try:
+        ended = set(tenants) - set(mneme.state.jobs.unfinished(list(tenants)))
+        let_in = mneme.state.fair.ended((tenants[job_id], job_id) for job_id in ended)
+        queue = extract.app.conf.task_routes["memory.extract"]["queue"]
+        mneme.state.dispatch.push(extract_messages(let_in, queue, mneme.settings.extract_batch_size))
+    except TransientError:
+        log.warning("could not free the places of a batch's ended jobs; the next look at their lines will",
+                    exc_info=True)
 
 
 @contextmanager
@@ -335,8 +370,15 @@ def upsert_graph(requests: list[SimpleRequest]) -> int:
     job at a time, so a poison message fails its own job only."""
     mneme = get_mneme()
     named = _named(requests, "graph")
-    if (inputs := _inputs(upsert_graph, named, "graph", list)) is None:
+    if (got := _inputs(upsert_graph, named, "graph", list)) is None:
         return 0
+    try:
+        return _graph_batch(mneme, named, got[0])
+    finally:
+        _settle(got[1])
+
+
+def _graph_batch(mneme: Mneme, named: list[Job], inputs: list[JobInput | None]) -> int:
     records: list[dict[str, Any]] = []
     done: list[Job] = []
     for job, found in zip(named, inputs, strict=True):

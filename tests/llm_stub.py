@@ -7,7 +7,8 @@ test machines): it answers ``POST /v1/chat/completions`` with whatever the test 
         ...
         stub.requests                                        # every request body received, in order
 
-Other behaviours: ``reply_text(raw)`` (any content string), ``fail(500)`` (an HTTP error),
+Other behaviours: ``reply_text(raw)`` (any content string), ``fail(500)`` (an HTTP error; ``fail(429,
+retry_after=7)`` with a ``Retry-After`` header),
 ``hang(seconds)`` (answer only after a delay, to trip the client's timeout), ``usage=None`` (omit the
 ``usage`` block). Stdlib ``http.server`` in a background thread on 127.0.0.1, on a free port.
 """
@@ -28,6 +29,7 @@ class StubLLM:
     def __init__(self) -> None:
         self.content = '{"events": [{"event_type": "statement", "keywords": [], "summary": "stub"}], "facts": []}'
         self.status = 200
+        self.retry_after: float | None = None
         self.delay_s = 0.0
         self.usage: dict[str, Any] | None = dict(DEFAULT_USAGE)
         self.requests: list[dict[str, Any]] = []
@@ -45,8 +47,8 @@ class StubLLM:
         self.content, self.status, self.delay_s = text, 200, 0.0
         self.usage = dict(usage) if usage is not None else None
 
-    def fail(self, status: int = 500) -> None:
-        self.status, self.delay_s = status, 0.0
+    def fail(self, status: int = 500, retry_after: float | None = None) -> None:
+        self.status, self.delay_s, self.retry_after = status, 0.0, retry_after
 
     def hang(self, seconds: float) -> None:
         """Answer normally, but only after ``seconds`` (cut short when the stub stops)."""
@@ -95,7 +97,8 @@ class StubLLM:
                 if self.path != "/v1/chat/completions":
                     return self._send(404, {"error": {"message": f"no route {self.path}"}})
                 if stub.status != 200:
-                    return self._send(stub.status, {"error": {"message": "stub failure", "type": "server_error"}})
+                    return self._send(stub.status, {"error": {"message": "stub failure", "type": "server_error"}},
+                                      {"retry-after": str(stub.retry_after)} if stub.retry_after else {})
                 answer: dict[str, Any] = {
                     "id": f"chatcmpl-stub-{len(stub.requests)}",
                     "object": "chat.completion",
@@ -107,10 +110,12 @@ class StubLLM:
                     answer["usage"] = stub.usage
                 self._send(200, answer)
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
+            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
                 data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
                 try:
                     self.send_response(status)
+                    for name, value in (headers or {}).items():
+                        self.send_header(name, value)
                     self.send_header("content-type", "application/json")
                     self.send_header("content-length", str(len(data)))
                     self.end_headers()

@@ -232,12 +232,50 @@ def test_unreachable_endpoint_returns_fallback(r):
 
 def test_failure_counters_add_up_across_reasons(llm, stub, r):
     message = _msg("hi")
-    stub.fail(503)
+    stub.fail(502)
     llm.extract(message, extraction.extract(message))
     stub.reply_text("nope")
     llm.extract(message, extraction.extract(message))
     llm.extract(message, extraction.extract(message))
-    assert LLMUsage(r).failures() == {"http_503": 1, "malformed": 2}
+    assert LLMUsage(r).failures() == {"http_502": 1, "malformed": 2}
+
+
+def test_a_provider_asking_to_slow_down_pauses_that_tenants_calls_and_no_one_elses(stub, r):
+    now = [NOON]
+    usage = LLMUsage(r)
+    with LLMExtractor(_settings(stub.base_url, llm_backoff_max_s=5), usage, clock=lambda: now[0]) as llm:
+        stub.fail(429)
+        assert llm.extract(_msg("我今年17岁"), extraction.extract(_msg("x")))[1].reason == "http_429"
+        stub.reply_json(ZH_ANSWER)
+        calls = len(stub.requests)
+        message = _msg("我今年17岁", message_id="m2")
+        fallback, expected = _fallback(message)
+        result, outcome = llm.extract(message, fallback)  # paused: the rules' result, and no call
+        assert result == expected and outcome.reason == "backoff" and len(stub.requests) == calls
+        assert llm.extract(_msg("I'm 17", tenant="t2"), extraction.extract(_msg("x")))[1].reason == "ok"
+        now[0] += 2.1  # the first pause is 2 s
+        assert llm.extract(message, fallback)[1].reason == "ok"
+        assert r.exists(keys.llm_backoff("t1")) == 0  # a call that succeeded ends the back-off
+
+        stub.fail(503)  # without Retry-After: 2 s, then twice the last, at most llm_backoff_max_s
+        pauses = []
+        for _ in range(3):
+            llm.extract(message, fallback)
+            pauses.append(float(r.hget(keys.llm_backoff("t1"), "until")) - now[0])
+            now[0] += pauses[-1] + 0.1
+        assert pauses == pytest.approx([2.0, 4.0, 5.0])
+        stub.fail(429, retry_after=3)  # what the provider asks for wins over doubling
+        llm.extract(message, fallback)
+        assert float(r.hget(keys.llm_backoff("t1"), "until")) - now[0] == pytest.approx(3.0)
+    assert usage.failures()["backoff"] == 1
+
+
+def test_a_tenants_llm_calls_a_minute_are_counted_apart_from_other_tenants(r):
+    usage = LLMUsage(r)
+    assert [usage.admit_call("t1", 2, NOON) for _ in range(3)] == [True, True, False]
+    assert usage.admit_call("t2", 2, NOON) and usage.admit_call("t1", 2, NOON + 60)  # another tenant, minute
+    assert usage.admit_call("t1", 0, NOON)  # 0: no limit
+    assert 0 < r.ttl(keys.llm_calls("t1", int(NOON // 60))) <= 120
 
 
 def test_token_budget_is_per_tenant_per_utc_day(stub, r):

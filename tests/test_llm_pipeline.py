@@ -2,11 +2,14 @@
 (no LLM can run here). Messages the rules cannot type go through the ``llm`` queue; whatever the stub
 answers, the message is never lost."""
 
+import time
+
 import pytest
 
 from memory.mneme import Mneme
+from memory.state import keys
 from tests.llm_stub import StubLLM
-from tests.stacks import running_stack
+from tests.stacks import restarted, running_stack
 from workers.client import MnemeClient
 
 
@@ -66,3 +69,21 @@ def test_typed_messages_skip_the_llm(llm_client, stub, uid):
     calls = len(stub.requests)
     job = send(llm_client, uid, "我今年16岁")
     assert job.llm is None and len(stub.requests) == calls
+
+
+def test_a_tenant_past_its_llm_calls_a_minute_keeps_the_rules_and_loses_nothing(llm_stack, stub, uid):
+    """One tenant may queue MNEME_LLM_TENANT_CALLS_PER_MIN LLM calls a minute (1 here): beyond, its messages
+    keep the rules' extraction, so its flood cannot fill the LLM queue ahead of the other tenants'. (Three
+    messages span at most two minutes: at most two calls.)"""
+    stub.reply_json({"events": [{"event_type": "plan", "keywords": ["周四"], "summary": "会议改到周四"}], "facts": []})
+    with restarted(llm_stack, "worker-pipeline", MNEME_LLM_TENANT_CALLS_PER_MIN="1"), \
+            MnemeClient(llm_stack.api_url) as client:
+        minute = int(time.time() // 60)  # the other tests' calls this minute were the same tenant's
+        Mneme(llm_stack.settings).state.client.delete(*(keys.llm_calls("default", m) for m in (minute, minute + 1)))
+        texts = ["The meeting moved to Thursday afternoon", "会议改到周四下午了", "Thursday works better for the team"]
+        jobs = [send(client, uid, text, i) for i, text in enumerate(texts)]
+        outcomes = [job.llm for job in jobs]
+        assert {job.state for job in jobs} == {"done"} and 1 <= outcomes.count("ok") <= 2, outcomes
+        assert set(outcomes) == {"ok", "tenant_rate"}
+        hits = client.recall(user_id=f"u{uid}", query="meeting Thursday 周四", k=5).events
+        assert {m for hit in hits for m in hit.message_ids} == {"m0", "m1", "m2"}  # every message remembered

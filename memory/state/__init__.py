@@ -2,10 +2,10 @@
 
 One owner for Redis state: the client and the one translation of its errors (``client``), every key
 (``keys``), every Lua step as a file (``lua/``), and a repository per kind of record — sessions and their
-messages (``working``), jobs, policies, reviews, devices, dead letters, the audit outbox, feedback pairs and
-counters, API keys (``tenants``), stage progress, LLM usage, the published query adapter, and what the
-broker holds. Nothing outside this package touches a raw Redis client; the repositories that hold a user's
-data count, export and erase it for ``memory.userdata``.
+messages (``working``), jobs, tenants' places in the pipeline (``fairness``), policies, reviews, devices,
+dead letters, the audit outbox, feedback pairs and counters, API keys (``tenants``), stage progress, LLM
+usage, the published query adapter, and what the broker holds. Nothing outside this package touches a raw
+Redis client; the repositories that hold a user's data count, export and erase it for ``memory.userdata``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from memory.state.counters import Counters
 from memory.state.deadletters import DeadLetters
 from memory.state.devices import Devices
 from memory.state.dispatch import Dispatch
+from memory.state.fairness import FairShare
 from memory.state.feedback_pairs import FeedbackPairs
 from memory.state.jobs import Jobs
 from memory.state.llm_usage import LLMUsage
@@ -60,12 +61,16 @@ class RedisState:
 
     @cached_property
     def working(self) -> WorkingMemory:
-        return WorkingMemory(self.client, self._settings, self.jobs, self.dispatch, self.policies, self.counters,
-                             open_key=self._open_key)
+        return WorkingMemory(self.client, self._settings, self.jobs, self.fair, self.dispatch, self.policies,
+                             self.counters, open_key=self._open_key)
 
     @cached_property
     def jobs(self) -> Jobs:
         return Jobs(self.client, self.dispatch, done_ttl_s=self._settings.job_done_ttl_s)
+
+    @cached_property
+    def fair(self) -> FairShare:
+        return FairShare(self.client, self._settings.tenant_window, self.jobs.unfinished)
 
     @cached_property
     def policies(self) -> Policies:

@@ -98,8 +98,16 @@ class JobInput:
     """A job's stored input, decoded on demand so one malformed job fails alone; a decoding error names
     fields, never values."""
 
-    def __init__(self, job_id: str, payload: str, work: str | None) -> None:
-        self.job_id, self._payload, self._work = job_id, payload, work
+    def __init__(self, job_id: str, payload: str, work: str | None, who: str | None = None) -> None:
+        self.job_id, self._payload, self._work, self._who = job_id, payload, work, who
+
+    @property
+    def tenant(self) -> str | None:
+        """The tenant the job is for (its ``who``, kept in the clear beside the payload), if recorded."""
+        try:
+            return str(json.loads(self._who)[0]) if self._who else None
+        except (ValueError, IndexError, TypeError):
+            return None
 
     def message(self) -> Message:
         return _decode(Message, self._payload, f"job {self.job_id}: its message")
@@ -302,10 +310,10 @@ class Jobs:
         ended on purpose, erased, or older than the job TTL)."""
         pipe = self._redis.pipeline(transaction=False)
         for job_id in job_ids:
-            pipe.hmget(keys.job(job_id), "payload", "work")
+            pipe.hmget(keys.job(job_id), "payload", "work", "who")
         rows = pipe.execute()
-        return [JobInput(job_id, payload, work) if payload is not None else None
-                for job_id, (payload, work) in zip(job_ids, rows, strict=True)]
+        return [JobInput(job_id, payload, work, who) if payload is not None else None
+                for job_id, (payload, work, who) in zip(job_ids, rows, strict=True)]
 
     def input(self, job_id: str) -> JobInput | None:
         return self.inputs([job_id])[0]

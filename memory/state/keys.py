@@ -24,6 +24,8 @@ user's sessions, a tenant's counters, every pending job — is read shard by sha
 | mneme:metrics:{<sh>}:<t>:failed:<s>   | str  | marks a session counted as failed       | session TTL    |
 | mneme:llm:tokens:<tenant>:<yyyymmdd>  | str  | LLM tokens spent that UTC day           | 2 days         |
 | mneme:llm:failures                    | hash | reason → count of LLM calls that failed | none (2)       |
+| mneme:llm:calls:<tenant>:<minute>     | str  | LLM calls a tenant queued that minute   | 120 s          |
+| mneme:llm:backoff:<tenant>            | hash | a tenant's LLM pause: until, how long   | 4 × the pause  |
 | mneme:adapter:current                 | str  | the published query-adapter version     | none (3)       |
 | mneme:review:<tenant>:<review_id>     | hash | a contradiction waiting for a human     | none; 90 days once resolved |
 | mneme:reviews:<tenant>:<user>         | zset | the user's review ids by time           | none (4)       |
@@ -39,6 +41,10 @@ user's sessions, a tenant's counters, every pending job — is read shard by sha
 | mneme:ratelimit:<key_id>:<minute>     | str  | requests by one key in one minute       | 120 s          |
 | mneme:{audit}:outbox                  | hash | audit record id → record, until written | none (8)       |
 | mneme:{audit}:due                     | zset | audit record id → when it is due again  | none (8)       |
+| mneme:fair:{<tenant>}:flight         | zset | the tenant's job ids in the pipeline → when let in | none (11) |
+| mneme:fair:{<tenant>}:wait           | zset | the tenant's job ids waiting for a place → order | none (11) |
+| mneme:fair:{<tenant>}:rids           | hash | waiting job id → its HTTP request id; the order counter | none (11) |
+| mneme:{fair}:tenants                  | set  | tenants with jobs waiting (for the redrive) | none (11)   |
 | mneme:{dead-letters}                  | list | failed tasks as JSON, newest first      | none (7)       |
 | mneme:{dead-letters}:by-id            | hash | task id → its dead-letter entry         | none (7)       |
 | mneme:stages:progress                 | hash | queue → when a task of it last finished | none (2)       |
@@ -58,6 +64,8 @@ user's sessions, a tenant's counters, every pending job — is read shard by sha
     character of their id; the bucket expires a whole TTL after its slice ends (``memory.state.jobs``).
 (10) a member leaves when ``memory.retract`` has removed what long-term memory made of those messages; the
     redrive task re-sends one older than ``redrive_after_s``.
+(11) a job id leaves when it is let into the pipeline (wait) or ends (flight); ids only, no user data
+    (``memory.state.fairness``); a tenant leaves the set once nothing of it waits.
 
 The Celery broker's keys (kombu's queues, ``unacked``) are not Mneme's: on a cluster the broker is a Redis of
 its own (``MNEME_BROKER_URL``), since kombu speaks to one server.
@@ -122,6 +130,14 @@ def llm_tokens(tenant: str, day: str) -> str:
 
 
 LLM_FAILURES = f"{PREFIX}:llm:failures"
+
+
+def llm_calls(tenant: str, minute: int) -> str:
+    return f"{PREFIX}:llm:calls:{tenant}:{minute}"
+
+
+def llm_backoff(tenant: str) -> str:
+    return f"{PREFIX}:llm:backoff:{tenant}"
 ADAPTER_CURRENT = f"{PREFIX}:adapter:current"
 
 
@@ -181,6 +197,15 @@ def tenant(tenant_id: str) -> str:
     return f"{PREFIX}:tenant:{tenant_id}"
 
 
+def fair(tenant_id: str) -> tuple[str, str, str]:
+    """A tenant's place in the pipeline (``memory.state.fairness``): its jobs in flight, its jobs waiting,
+    and their request ids, tagged alike so one step moves a job from one to the other."""
+    base = f"{PREFIX}:fair:{{{tenant_id}}}"
+    return f"{base}:flight", f"{base}:wait", f"{base}:rids"
+
+
+FAIR_TENANTS = f"{PREFIX}:{{fair}}:tenants"
+
 API_KEYS = f"{PREFIX}:{{apikeys}}"
 API_KEY_HASHES = f"{PREFIX}:{{apikeys}}:hashes"
 
@@ -202,6 +227,8 @@ ERASED_BY = {
 NO_USER_DATA = {
     "llm_tokens": "tokens spent per tenant and day",
     "LLM_FAILURES": "counts of failed LLM calls by reason",
+    "llm_calls": "LLM calls per tenant and minute",
+    "llm_backoff": "when a tenant's LLM calls may start again",
     "ADAPTER_CURRENT": "the published adapter's version",
     "erasing": "raw ids of users being erased: the erasure's own work list, left once verified after the SLA",
     "tombstones": "hashed ids of erased users (dropping their queued work)",
@@ -214,4 +241,6 @@ NO_USER_DATA = {
     "AUDIT_OUTBOX": "audit records, which hold hashed user ids only",
     "AUDIT_DUE": "audit record ids",
     "STAGE_PROGRESS": "when each queue last finished a task",
+    "fair": "job ids per tenant, waiting or in the pipeline (ids only)",
+    "FAIR_TENANTS": "tenant names with jobs waiting",
 }

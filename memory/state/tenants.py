@@ -81,6 +81,7 @@ class ApiKeys:
             pipe.expire(window, 120)
             used = pipe.execute()[0]
             if used > key.rate_limit:
+                wait = 60 - int(time.time() % 60)
                 raise RateLimited(f"API key {key.key_id} is limited to {key.rate_limit} requests a minute; "
-                                  f"retry in {60 - int(time.time() % 60)} s")
+                                  f"retry in {wait} s", retry_after_s=wait)
         return key

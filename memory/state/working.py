@@ -27,6 +27,7 @@ from memory.state import keys
 from memory.state.client import decoded, scored
 from memory.state.counters import Counters
 from memory.state.dispatch import Dispatch
+from memory.state.fairness import FairShare
 from memory.state.jobs import Jobs
 from memory.state.lua import script
 from memory.state.policy import Policies
@@ -109,12 +110,13 @@ class WorkingMemory:
     """``seal_key(tenant, user_id)`` gives the key to encrypt a child's messages with (None: plaintext);
     ``open_key(tenant, user_id)`` the key to read them back (None once the user is erased)."""
 
-    def __init__(self, client: redis.Redis, settings: Settings, jobs: Jobs, dispatch: Dispatch,
+    def __init__(self, client: redis.Redis, settings: Settings, jobs: Jobs, fair: FairShare, dispatch: Dispatch,
                  policies: Policies, counters: Counters,
                  open_key: Callable[[str, str], bytes | None] = lambda tenant, user_id: None) -> None:
         self._redis = client
         self._settings = settings
         self._jobs = jobs  # a session's messages' jobs, erased with it
+        self._fair = fair  # and their places in the tenant's line
         self._dispatch = dispatch  # the tasks a step decides, onto the broker after it
         self._policies = policies  # whether a user is a child, read when their session starts
         self._counters = counters
@@ -161,7 +163,7 @@ class WorkingMemory:
         full-text store and the queued job alike; one round trip for everyone else's messages.
         ``read_back``: the window at the new head comes back too (``Accepted.window``), still in one step.
         The step records the message's job as pending; its caller sends the extraction (the API:
-        ``workers.api.extractions``), and the redrive re-sends one that never reached the broker."""
+        ``workers.api.sends``), and the redrive re-sends one that never reached the broker."""
         s = self._settings
         now = round(time.time(), 3)
         ts = round(min(client_ts, now + s.max_clock_skew_s), 3)
@@ -453,6 +455,7 @@ class WorkingMemory:
             k = keys.session(tenant, session_id)
             job_ids = [ids.job_id(tenant, session_id, m) for m in decoded(self._redis.hkeys(k.ids))]
             self._jobs.erase(job_ids)
+            self._fair.forget(tenant, job_ids)
             self._redis.delete(*k.all(), keys.failed_session(tenant, session_id))
             messages += len(job_ids)
         pipe = self._redis.pipeline(transaction=False)

@@ -20,7 +20,7 @@ from memory.mneme import Mneme, get_mneme
 from tasks.envelope import AUDIT_BATCH
 from workers.api import beliefs, errors, feedback, health, jobs, messages, recall, users
 from workers.api.observability import install
-from workers.api.sends import audit_sends, extraction_sends
+from workers.api.sends import Extractions, audit_sends
 from workers.api.strict_json import StrictJsonRoute
 from workers.celery_app import ROUTES
 
@@ -45,8 +45,9 @@ def create_app(runtime: Mneme | None = None) -> FastAPI:
     app.router.route_class = StrictJsonRoute  # /metrics too; each router sets its own (deps.resource_router)
     app.state.mneme = mneme
     settings = mneme.settings
-    app.state.extractions = extraction_sends(mneme.state.dispatch, ROUTES["memory.extract"],
-                                             settings.extract_send_interval_s, settings.extract_batch_size)
+    app.state.extractions = Extractions(mneme.state.fair, mneme.state.dispatch, ROUTES["memory.extract"],
+                                        settings.extract_send_interval_s, settings.extract_batch_size,
+                                        settings.tenant_queue_limit)
     app.state.audits = audit_sends(mneme.state.dispatch, ROUTES["memory.audit"], settings.extract_send_interval_s,
                                    AUDIT_BATCH)
     install(app, mneme.state.broker)  # JSON logs with request ids, request latency, GET /metrics

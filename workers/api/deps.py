@@ -14,7 +14,7 @@ from memory.errors import InvalidInput
 from memory.mneme import Mneme
 from memory.models import ID_PATTERN, ID_RULE
 from memory.services.reads import Reader
-from workers.api.sends import Sends
+from workers.api.sends import Extractions, Sends
 from workers.api.strict_json import StrictJsonRoute
 
 AGENT_HEADER = "X-Mneme-Agent"
@@ -32,13 +32,13 @@ async def mneme_of(request: Request) -> Mneme:
 Memory = Annotated[Mneme, Depends(mneme_of)]
 
 
-async def extractions_of(request: Request) -> Sends[tuple[str, str | None]]:
+async def extractions_of(request: Request) -> Extractions:
     """This process's sender of extraction tasks (``app.state.extractions``)."""
-    extractions: Sends[tuple[str, str | None]] = request.app.state.extractions
+    extractions: Extractions = request.app.state.extractions
     return extractions
 
 
-Extractions = Annotated[Sends[tuple[str, str | None]], Depends(extractions_of)]
+ExtractionSends = Annotated[Extractions, Depends(extractions_of)]
 
 
 async def tenant_of(request: Request, mneme: Memory) -> str:

@@ -16,7 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from memory.errors import MnemeError
+from memory.errors import MnemeError, RateLimited
 from memory.state.client import RedisFailure
 from workers.api.strict_json import problem
 from workers.schemas import ErrorBody
@@ -26,7 +26,8 @@ RESPONSES: dict[int | str, dict[str, Any]] = {status: {"model": ErrorBody} for s
 
 
 async def mneme_error(request: Request, exc: MnemeError) -> JSONResponse:
-    return JSONResponse(status_code=exc.status, content={"error": exc.code, "message": exc.message})
+    headers = {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, RateLimited) else None
+    return JSONResponse(status_code=exc.status, headers=headers, content={"error": exc.code, "message": exc.message})
 
 
 async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

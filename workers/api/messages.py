@@ -1,4 +1,4 @@
-"""Working memory: append a message (and queue it for long-term memory: ``workers.api.extractions``), read a
+"""Working memory: append a message (and queue it for long-term memory: ``workers.api.sends``), read a
 session, undo.
 
 These handlers are ``async`` though they call Redis synchronously: each is one sub-millisecond Redis step
@@ -17,18 +17,20 @@ from memory.logs import request_id
 from memory.state.working import RetractTask
 from memory.text import clean
 from tasks.envelope import task_message
-from workers.api.deps import Extractions, Memory, OperatorId, PathId, Tenant, resource_router
+from workers.api.deps import ExtractionSends, Memory, OperatorId, PathId, Tenant, resource_router
 from workers.api.requests import MessageIn, RollbackIn
 from workers.api.wire import out
 from workers.celery_app import ROUTES
-from workers.schemas import DeletionReceipt, FullMessage, MessageAccepted, RolledBack, SessionView
+from workers.schemas import DeletionReceipt, ErrorBody, FullMessage, MessageAccepted, RolledBack, SessionView
 
 EXTRACT_QUEUE = ROUTES["memory.extract"]
 router = resource_router()
 
 
-@router.post("/v1/messages", status_code=202, response_model=MessageAccepted, tags=["write"])
-async def post_message(tenant: Tenant, mneme: Memory, extractions: Extractions, body: MessageIn,
+@router.post("/v1/messages", status_code=202, response_model=MessageAccepted, tags=["write"], responses={
+    429: {"model": ErrorBody, "description": "The tenant's line into the pipeline is full (or the API key's rate "
+                                             "limit is used up): retry after `Retry-After` seconds."}})
+async def post_message(tenant: Tenant, mneme: Memory, extractions: ExtractionSends, body: MessageIn,
                        window: bool = False) -> MessageAccepted:
     """Append a message to the session's working memory and queue it for long-term memory. With
     `window=true` the answer carries the session's window too (what an agent puts in its next prompt),
@@ -38,6 +40,7 @@ async def post_message(tenant: Tenant, mneme: Memory, extractions: Extractions, 
         raise InvalidInput(f"content has {len(body.content)} characters; the limit is {limit}: split it")
     if not clean(body.content):
         raise InvalidInput("content is empty after cleaning: send some text")
+    extractions.check(tenant)  # 429 while the tenant's line is full: nothing of the message is accepted
     job_id = ids.job_id(tenant, body.session_id, body.message_id)
     if body.device_id:
         mneme.state.devices.bind(tenant, body.device_id, body.user_id)
@@ -48,7 +51,7 @@ async def post_message(tenant: Tenant, mneme: Memory, extractions: Extractions, 
         device_id=body.device_id, child_seal_key=lambda: mneme.user_keys.get(tenant, body.user_id), read_back=window,
     )
     if not accepted.duplicate:
-        extractions.add([(job_id, request_id.get())])
+        extractions.add(tenant, job_id, request_id.get())
     return MessageAccepted(
         job_id=job_id, version=accepted.version, session_id=body.session_id, message_id=body.message_id,
         duplicate=accepted.duplicate, in_window=accepted.in_window, client_ts=accepted.message.client_ts,
