@@ -78,7 +78,7 @@ class Settings(BaseSettings):
                                                                   "as one task, with one audit task.")
     graph_flush_interval_s: float = Field(0.1, gt=0, description="…or what came within this long.")
     tenant_window: int = Field(
-        256, ge=0, description="Jobs of one tenant in the pipeline at once; the rest wait in the tenant's own line, "
+        512, ge=0, description="Jobs of one tenant in the pipeline at once; the rest wait in the tenant's own line, "
         "so one tenant's flood does not hold up the others (memory.state.fairness). 0: one line for all.")
     tenant_queue_limit: int = Field(
         50_000, ge=1, description="Messages of one tenant waiting for the pipeline before a new one is answered 429.")
