@@ -12,8 +12,8 @@ from memory.mneme import Mneme, get_mneme
 from memory.pipeline import tuning_stage
 from memory.services.maintenance import Job
 from tasks.base import MnemeTask
-from tasks.envelope import AUDIT_BATCH, extract_messages
-from tasks.pipeline import audit, extract, retract, send_audit
+from tasks.envelope import AUDIT_BATCH
+from tasks.pipeline import audit, extract, retract, send_audit, send_extractions
 
 
 @shared_task(name="memory.redrive", base=MnemeTask, stage="maintenance", bind=True)
@@ -29,8 +29,7 @@ def redrive(self: MnemeTask, dry_run: bool = False, limit: int = 500) -> dict[st
         for job_id in report["job_ids"]:
             extract.apply_async(kwargs={"job_id": job_id}, task_id=job_id)
         let_in = mneme.state.fair.sweep()  # places that ended unseen, freed: waiting jobs take them
-        mneme.state.dispatch.push(extract_messages(let_in, extract.app.conf.task_routes["memory.extract"]["queue"],
-                                                   mneme.settings.extract_batch_size))
+        send_extractions(let_in)
         report["let_in"] = len(let_in)
         for i in range(0, len(held), AUDIT_BATCH):
             audit.apply_async(kwargs={"records": held[i:i + AUDIT_BATCH]})

@@ -312,12 +312,17 @@ def _settle(tenants: dict[str, str]) -> None:
         return
     try:
         ended = set(tenants) - set(mneme.state.jobs.unfinished(list(tenants)))
-        let_in = mneme.state.fair.ended((tenants[job_id], job_id) for job_id in ended)
-        queue = extract.app.conf.task_routes["memory.extract"]["queue"]
-        mneme.state.dispatch.push(extract_messages(let_in, queue, mneme.settings.extract_batch_size))
+        send_extractions(mneme.state.fair.ended((tenants[job_id], job_id) for job_id in ended))
     except TransientError:
         log.warning("could not free the places of a batch's ended jobs; the next look at their lines will",
                     exc_info=True)
+
+
+def send_extractions(jobs: Sequence[tuple[str, str | None]]) -> None:
+    """``memory.extract`` tasks, a batch each, for jobs their tenants' lines let in."""
+    mneme = get_mneme()
+    queue = extract.app.conf.task_routes["memory.extract"]["queue"]
+    mneme.state.dispatch.push(extract_messages(jobs, queue, mneme.settings.extract_batch_size))
 
 
 @contextmanager
