@@ -123,7 +123,9 @@ class Mneme:
 
     @cached_property
     def semantic(self) -> SemanticMemory:
-        return SemanticMemory(self._graph, self.state.reviews, self.trail, self.settings)
+        policies = self.state.policies
+        return SemanticMemory(self._graph, self.state.reviews, self.trail, self.settings,
+                              consent=lambda tenant, user_id: policies.get(tenant, user_id).consent)
 
     @cached_property
     def maintenance(self) -> Maintenance:

@@ -12,6 +12,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field
 
+from memory.purposes import ANY
 from memory.text import clean_label
 
 #: The one id pattern: user, session, message, device and operator ids, in request bodies and URL paths alike.
@@ -153,6 +154,8 @@ class EventBase(BaseModel):
     confidence: float = Field(ge=0.0, le=1.0)
     count: int = 1
     weight: float = Field(1.0, gt=0, description="Retrieval weight: set by extraction, moved by feedback.")
+    purposes: list[str] = Field(default_factory=lambda: [ANY], description="The grants it was collected under "
+                                "(``memory.purposes``): the purposes it may serve.")
 
 
 class Event(EventBase):
@@ -175,6 +178,7 @@ class Fact(BaseModel):
     ts: float
     device_id: str | None = None
     session_id: str | None = None
+    purposes: list[str] = Field(default_factory=lambda: [ANY], description="The grants it was collected under.")
 
 
 class Extraction(BaseModel):

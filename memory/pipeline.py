@@ -144,21 +144,25 @@ def llm_stage(mneme: Mneme, job_id: str, message: Message) -> Extraction:
     return extraction
 
 
-def declaration(mneme: Mneme, job_id: str, message: Message, extraction: Extraction,
+def declaration(mneme: Mneme, job_id: str, message: Message, extraction: Extraction, policy: Policy,
                 mode: Mode = Mode.full) -> Declaration:
-    """The facts anchored, and what ``Jobs.extracted_each`` records of the extraction with the branches that
-    follow (embed, and graph if any facts), declared before they are sent, so none can finish first. Their
-    input is the job's (``Jobs.inputs``): their tasks carry the job ids."""
-    facts = anchor_facts(mneme, message, extraction.facts)
+    """The facts anchored, each event and fact stamped with the grants in force (``policy``: its user's; what
+    it is collected under, ``memory.purposes``), and what ``Jobs.extracted_each`` records of the extraction with
+    the branches that follow (embed, and graph if any facts), declared before they are sent, so none can finish
+    first. Their input is the job's (``Jobs.inputs``): their tasks carry the job ids."""
+    collected = {"purposes": policy.consent.collected()}
+    events = [e.model_copy(update=collected) for e in extraction.events]
+    facts = [f.model_copy(update=collected) for f in anchor_facts(mneme, message, extraction.facts)]
     branches = ["embed"] + (["graph"] if facts else [])
-    return Declaration(job_id, branches, [e.event_id for e in extraction.events],
-                       JobWork(mode=mode.value, events=extraction.events, facts=facts))
+    return Declaration(job_id, branches, [e.event_id for e in events],
+                       JobWork(mode=mode.value, events=events, facts=facts))
 
 
 def embed_items(mneme: Mneme, found: Sequence[JobInput | None]) -> list[EmbedItem | InvalidInput | None]:
     """Each job's embed input: None if there is nothing to embed (done, ended, or not extracted), the
     ``InvalidInput`` of a job whose record is malformed (it fails alone), else its item — in child mode (set
-    since extraction, read for every job in one round trip) without content."""
+    since extraction) without content, and without events once its user paused long-term memory or withdrew
+    the purposes they were collected under (the users' policies read in one round trip)."""
     decoded: list[tuple[JobInput, JobWork, Message] | InvalidInput | None] = []
     for job in found:
         try:
@@ -167,16 +171,18 @@ def embed_items(mneme: Mneme, found: Sequence[JobInput | None]) -> list[EmbedIte
         except InvalidInput as exc:
             decoded.append(exc)
     ready = [d for d in decoded if isinstance(d, tuple)]
-    children = iter(mneme.state.policies.child_each([(m.tenant, m.user_id) for _, _, m in ready]))
+    policies = iter(mneme.state.policies.get_each([(m.tenant, m.user_id) for _, _, m in ready]))
     items: list[EmbedItem | InvalidInput | None] = []
     for d in decoded:
         if not isinstance(d, tuple):
             items.append(d)
             continue
         job, work, message = d
-        full = work.mode == Mode.full and not next(children)
+        policy = next(policies)
+        full = work.mode == Mode.full and not policy.child
+        events = [e for e in work.events if policy.keeps_long_term and policy.consent.serves(e.purposes)]
         items.append(EmbedItem(job_id=job.job_id, text=opened(mneme, message).content if full else "",
-                               events=work.events if full else type_only(work.events), tenant=message.tenant,
+                               events=events if full else type_only(events), tenant=message.tenant,
                                user_id=message.user_id, received_at=message.received_at,
                                session_id=message.session_id, message_id=message.message_id))
     return items
@@ -273,8 +279,8 @@ def graph_stage(mneme: Mneme, job_id: str, facts: Sequence[Fact], received_at: f
         mneme.state.jobs.finish(job_id, "dropped", ERASED_NOTE)
         return []
     policy = mneme.state.policies.get(tenant, user_id)
-    if policy.child or not policy.keeps_long_term:  # consent withdrawn or child mode since extraction
-        mneme.state.jobs.complete(job_id, "graph")
+    if policy.child or not policy.keeps_long_term or not policy.consent.serves(facts[0].purposes):
+        mneme.state.jobs.complete(job_id, "graph")  # consent paused or withdrawn, or child mode, since extraction
         return []
     if taken_back():
         mneme.state.jobs.finish(job_id, "retracted", RETRACTED_NOTE)

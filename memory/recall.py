@@ -24,6 +24,11 @@ How an event's score is built (``README`` → "How recall ranks"):
    message (the one being answered), and a message whose text is the query's, posted within the hour, are
    not recalled as the past.
 Every hit says where it came from (message ids) and why it was chosen (``why``: the score parts).
+
+Purpose-bound (``memory.purposes``): a recall names the purpose it serves, or none (any purpose the user
+granted: everything, for a user who never withdrew one). Only memories collected under a grant of it that still
+stands are candidates — filtered in the store, before ranking — and a purpose the user has not granted answers
+nothing from long-term memory (``degraded``). Every hit lists the purposes it serves.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from memory.episodic import LIVE, StoredEvent
 from memory.errors import MnemeError, NotFound
 from memory.mneme import Mneme
 from memory.models import EventType, FactSource, Relation, Role
+from memory.purposes import Grants
 from memory.settings import Settings
 from memory.state.working import StoredMessage
 from memory.text import clean, language, sha256, tokenize
@@ -84,6 +90,7 @@ class EventHit(BaseModel):
     confidence: float
     count: int
     message_ids: list[str] = Field(description="The matching messages of this memory, best first.")
+    purposes: list[str] = Field(description="The purposes this memory serves: collected under a grant that stands.")
     score: float
     why: dict[str, float] = Field(description="Score parts: keyword, vector_sim, fused, weight (feedback), noise, "
                                               "type_match, in_time_window, recency, event_layer.")
@@ -99,6 +106,7 @@ class FactHit(BaseModel):
     message_ids: list[str]
     event_ids: list[str]
     devices: list[str]
+    purposes: list[str] = Field(description="The purposes this belief serves (those of its supporting claims).")
     updated_at: float
     why: str = Field(description="Why recall chose it.")
     explanation: str = Field(description="How its confidence came to be.")
@@ -107,6 +115,7 @@ class FactHit(BaseModel):
 class RecallResult(BaseModel):
     user_id: str
     query: str
+    purpose: str | None = Field(None, description="The purpose the recall serves (none named: any purpose granted).")
     inferred_types: list[EventType] = Field(default_factory=list)
     working: list[StoredMessage]
     events: list[EventHit]
@@ -128,7 +137,7 @@ def infer_types(query: str) -> frozenset[EventType]:
 @telemetry.RECALL_SECONDS.time()
 def recall(mneme: Mneme, tenant: str, user_id: str, query: str, k: int = 5, session_id: str | None = None,
            event_types: Collection[EventType] | None = None, include_text: bool = False,
-           now: float | None = None) -> RecallResult:
+           now: float | None = None, purpose: str | None = None) -> RecallResult:
     started, now = time.perf_counter(), time.time() if now is None else now
     degraded: dict[str, str] = {}
     notes: list[str] = []
@@ -144,23 +153,24 @@ def recall(mneme: Mneme, tenant: str, user_id: str, query: str, k: int = 5, sess
     inferred = frozenset() if event_types else infer_types(cue.main)
     events: list[EventHit] = []
     facts: list[FactHit] = []
-    if not mneme.state.policies.get(tenant, user_id).keeps_long_term:
-        degraded["long_term"] = "off: the user has not consented to long-term memory"
+    policy = mneme.state.policies.get(tenant, user_id)
+    if (off := policy.why_not_served(purpose)) is not None:
+        degraded["long_term"] = off
     else:
         # the query is embedded before the layers' deadline starts: the deadline is the stores', and a
         # model still loading after a start delays the answer instead of emptying it
         search = Search(cue=cue, vector=query_vector(mneme, cue), k=k, types=event_types, inferred=inferred,
                         include_text=include_text, now=now, skip=_just_posted(working),
-                        repeated=sha256(clean(query)))
+                        repeated=sha256(clean(query)), consent=policy.consent, purpose=purpose)
         answers = _within_deadline(mneme.settings.recall_layer_timeout_s, degraded, {
             "episodic": lambda: search_events(mneme, tenant, user_id, search),
-            "graph": lambda: _facts(mneme, tenant, user_id, query),
+            "graph": lambda: _facts(mneme, tenant, user_id, query, purpose),
         })
         events, facts = answers.get("episodic", []), answers.get("graph", [])
         if "episodic" in answers and not events:
             notes.append(NO_MATCH)
     return RecallResult(
-        user_id=user_id, query=query, inferred_types=sorted(inferred), working=working, events=events,
+        user_id=user_id, query=query, purpose=purpose, inferred_types=sorted(inferred), working=working, events=events,
         facts=facts, degraded=degraded, notes=notes, took_ms=round((time.perf_counter() - started) * 1000, 2),
     )
 
@@ -199,6 +209,8 @@ class Search:
     include_text: bool = False
     skip: frozenset[str] = frozenset()  # the session's message being answered now
     repeated: str = ""  # the hash of the query's text: the message that posted it is not the past
+    consent: Grants = Grants()  # the user's: only what serves ``purpose`` under it is searched
+    purpose: str | None = None  # None: any purpose granted
 
 
 class _Candidate:
@@ -219,7 +231,7 @@ def search_events(mneme: Mneme, tenant: str, user_id: str, search: Search) -> li
     s = mneme.settings
     depth = max(s.recall_depth, search.k * 4)
     found = mneme.episodic.search(tenant, user_id, search.cue.main, search.cue.context, search.vector,
-                                  search.types, depth)
+                                  search.types, depth, purposes=search.consent.serving(search.purpose))
     keyword, sims = found.keyword, found.similarity
     query_lang = language(search.cue.main)
     candidates: dict[str, _Candidate] = {}
@@ -299,7 +311,8 @@ def _hits(mneme: Mneme, tenant: str, user_id: str, scored: list[Scored], search:
             **best.model_dump(include={"event_type", "role", "session_id", "confidence", "count"}),
             ts=best.said_at, event_id=event_id, tier="event" if live else "deep", message_ids=[message_id],
             summary=shown.summary, keywords=shown.keywords, text=shown.text if search.include_text else None,
-            score=score, why={k: v for k, v in parts.items() if k != "score"},
+            purposes=search.consent.purposes_of(best.purposes), score=score,
+            why={k: v for k, v in parts.items() if k != "score"},
         )
         hits.append(hit)
         owner.update(dict.fromkeys(groups, hit))
@@ -317,11 +330,12 @@ def _show_event_layer(mneme: Mneme, tenant: str, user_id: str, hits: list[EventH
             hit.count, hit.confidence = event.count, event.confidence
 
 
-def _facts(mneme: Mneme, tenant: str, user_id: str, query: str) -> list[FactHit]:
-    """The user's active beliefs with decayed confidence; those the query mentions first."""
+def _facts(mneme: Mneme, tenant: str, user_id: str, query: str, purpose: str | None) -> list[FactHit]:
+    """The user's active beliefs that serve the purpose, with decayed confidence; those the query mentions
+    first."""
     wanted = set(tokenize(query))
     hits = []
-    for belief in mneme.semantic.profile(tenant, user_id)[: mneme.settings.recall_facts_limit]:
+    for belief in mneme.semantic.profile(tenant, user_id, purpose=purpose)[: mneme.settings.recall_facts_limit]:
         overlap = len(wanted & set(tokenize(belief.object)))
         hits.append((overlap, FactHit(
             **belief.model_dump(include=set(FactHit.model_fields) - {"why", "explanation"}),

@@ -8,10 +8,11 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memory.errors import ConfigurationError
+from memory.purposes import DEFAULT_PURPOSES, NAME
 
 
 class Settings(BaseSettings):
@@ -121,6 +122,10 @@ class Settings(BaseSettings):
 
     # --- privacy ---------------------------------------------------------------------------------
     consent_required: bool = Field(True, description="Long-term memory stays off until the user opts in.")
+    purposes: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_PURPOSES),
+        description="The purposes a user consents to one by one (JSON list of names: a-z, 0-9, _); each memory "
+                    "serves only the purposes granted when it was collected (memory.purposes).")
     archive_after_days: float = Field(30.0, gt=0, description="Greetings and small talk older move to cold storage.")
     noise_threshold: int = Field(5, ge=2, description="Same event type this often within noise_window_days …")
     noise_window_days: float = Field(7.0, gt=0)
@@ -164,6 +169,15 @@ class Settings(BaseSettings):
     api_host: str = "127.0.0.1"
     api_port: int = 8080
     flower_port: int = 5555
+
+    @field_validator("purposes")
+    @classmethod
+    def _purpose_names(cls, purposes: list[str]) -> list[str]:
+        bad = [p for p in purposes if not NAME.match(p)]
+        if bad or not purposes:
+            raise ValueError(f"purposes must be 1-32 characters of a-z, 0-9 and _, starting with a letter; got {bad}"
+                             if bad else "name at least one purpose")
+        return list(dict.fromkeys(purposes))
 
     def store_url(self, url: str, default_file: str) -> str:
         return url or f"sqlite:///{(self.data_dir / default_file).resolve()}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -23,11 +23,17 @@ def sqlite_path(url: str) -> Path:
     return Path(url.removeprefix("sqlite:///"))
 
 
-class SQLiteFile:
-    """A database file with its schema; each thread gets its own connection."""
+Column = tuple[str, str, str]  # table, column, its declaration
 
-    def __init__(self, path: Path, schema: str, name: str, page_size: int | None = None) -> None:
+
+class SQLiteFile:
+    """A database file with its schema; each thread gets its own connection. ``added``: columns the schema
+    gained since files were first written, added to a file that lacks them when it is opened."""
+
+    def __init__(self, path: Path, schema: str, name: str, page_size: int | None = None,
+                 added: Sequence[Column] = ()) -> None:
         self._path, self._schema, self._name, self._page_size = path, schema, name, page_size
+        self._added = added
         self._local = threading.local()
         self.run(lambda conn: None)  # create the schema now, not on the first request
 
@@ -45,6 +51,7 @@ class SQLiteFile:
             conn.execute("PRAGMA secure_delete=ON")  # deleted rows are zeroed on disk, not left in free pages
             conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")  # reads map the file: no copy per page read
             conn.executescript(self._schema)
+            _add_columns(conn, self._added)
             self._local.conn = conn
         return conn
 
@@ -75,3 +82,14 @@ class SQLiteFile:
             return result
 
         return self.run(wrapped)
+
+
+def _add_columns(conn: sqlite3.Connection, added: Sequence[Column]) -> None:
+    for table, column, declaration in added:
+        if column in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+            continue
+        try:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+        except sqlite3.OperationalError as exc:  # another process added it first
+            if "duplicate column" not in str(exc):
+                raise

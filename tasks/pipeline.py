@@ -51,13 +51,13 @@ def llm_extract(job_id: str) -> dict[str, Any]:
     if isinstance(found, InvalidInput):
         raise found
     message, ended = found  # asked again: erased or taken back meanwhile?
-    mode, parsed = pipeline.gate(mneme, job_id, message, ended, mneme.state.policies.get(message.tenant,
-                                                                                        message.user_id))
+    policy = mneme.state.policies.get(message.tenant, message.user_id)
+    mode, parsed = pipeline.gate(mneme, job_id, message, ended, policy)
     if mode is not pipeline.Mode.full:
         _settle({job_id: message.tenant})  # it ended here
         return {"mode": mode.value}
     extraction = pipeline.llm_stage(mneme, job_id, parsed)
-    declared = pipeline.declaration(mneme, job_id, parsed, extraction)._replace(request_id=request_id.get())
+    declared = pipeline.declaration(mneme, job_id, parsed, extraction, policy)._replace(request_id=request_id.get())
     mneme.state.jobs.extracted_each([declared], _branch_send)
     return {"events": len(extraction.events), "facts": len(extraction.facts), "mode": mode.value}
 
@@ -222,7 +222,8 @@ def _extracted(mneme: Mneme, job: Job, message: Message, ended: str | None,
             and pipeline.llm_admitted(mneme, job.job_id, parsed)):
         llm_extract.apply_async(kwargs={"job_id": job.job_id})
         return None
-    return pipeline.declaration(mneme, job.job_id, parsed, extraction, mode)._replace(request_id=job.request_id)
+    return pipeline.declaration(mneme, job.job_id, parsed, extraction, policies[user],
+                                mode)._replace(request_id=job.request_id)
 
 
 @shared_task(name="memory.embed", base=StageBatches, stage="embed")

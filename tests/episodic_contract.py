@@ -27,6 +27,7 @@ from memory.episodic import (
     merged_confidence,
 )
 from memory.models import EventType, Role
+from memory.purposes import ANY
 
 T = "t"
 DIM = 4
@@ -80,11 +81,11 @@ class EpisodicContract:
     def event(ids: FreshIds, name: str, user: str = "u", kind: EventType = EventType.question,
               tokens: Sequence[str] = (), ts: float = 1.0, conf: float = 0.8, role: Role = Role.user,
               message_ids: Sequence[str] | None = None, weight: float = 1.0,
-              sealed: bytes = b"opaque") -> StoredEvent:
+              sealed: bytes = b"opaque", purposes: Sequence[str] = (ANY,)) -> StoredEvent:
         return StoredEvent(event_id=ids(name), tenant=T, user_id=ids(user), session_id="s", ts=ts, event_type=kind,
                            role=role, lang="zh", text_hash=hashlib.sha256(name.encode()).hexdigest(),
                            message_ids=list(message_ids or [f"m-{name}"]), confidence=conf, weight=weight,
-                           sealed=sealed, tokens=list(tokens))
+                           sealed=sealed, tokens=list(tokens), purposes=list(purposes))
 
     # --- add: insert, idempotence -----------------------------------------------------------
 
@@ -346,6 +347,46 @@ class EpisodicContract:
         assert ids.names(e for e, _ in store.vector_search(T, ids("u"), query, {EventType.preference}, 10)) == ["b"]
         assert ids.names(e for e, _ in store.vector_search(T, ids("other"), query, None, 10)) == ["theirs"]
         assert store.vector_search(T, ids("nobody"), query, None, 10) == []
+
+    # --- purposes (``memory.purposes``) -----------------------------------------------------
+
+    def test_searches_see_only_rows_recorded_under_a_grant_asked_for(self, store, ids):
+        word = tok("订单")
+        store.add([self.event(ids, "tutor", tokens=[word], purposes=["tutoring#1"]),
+                   self.event(ids, "both", tokens=[word], purposes=["support#1", "tutoring#1"]),
+                   self.event(ids, "old", tokens=[word]),  # recorded before purposes: ANY
+                   self.event(ids, "regranted", tokens=[word], purposes=["tutoring#2"])],
+                  rows(unit(1), unit(1, 0.2), unit(1, 0.4), unit(1, 0.6)), 0.999, 200)
+        user, query = ids("u"), unit(1)
+
+        def found(purposes):
+            by_keyword = ids.names(e for e, _ in store.keyword_search(T, user, [word], None, 10, purposes=purposes))
+            by_vector = ids.names(e for e, _ in store.vector_search(T, user, query, None, 10, purposes=purposes))
+            assert sorted(by_keyword) == sorted(by_vector)
+            return sorted(by_vector)
+
+        assert found(None) == ["both", "old", "regranted", "tutor"]
+        assert found(["support#1"]) == ["both"]
+        assert found(["tutoring#1", ANY]) == ["both", "old", "tutor"]
+        assert found(["tutoring#2"]) == ["regranted"]  # the grant after a withdrawal sees none of the first's
+        assert found(["tutoring#12"]) == []  # a token is matched whole
+        assert found([]) == []
+        assert {e.event_id: e.purposes for e in store.get(T, user, [ids("both"), ids("old")])} == {
+            ids("both"): ["support#1", "tutoring#1"], ids("old"): [ANY]}
+
+    def test_events_merge_only_with_events_collected_under_the_same_grants(self, store, ids):
+        report = store.add([self.event(ids, "a", purposes=["tutoring#1"]),
+                            self.event(ids, "b", purposes=["support#1", "tutoring#1"]),
+                            self.event(ids, "c", purposes=["tutoring#1"])],
+                           rows(unit(1), unit(1), unit(1)), 0.9, 200)
+        assert ids.names(report.inserted) == ["a", "b"]
+        assert {ids.names([k])[0]: ids.names([v])[0] for k, v in report.merged.items()} == {"c": "a"}
+
+    def test_over_the_cap_only_events_of_the_same_grants_consolidate(self, store, ids):
+        store.add([self.event(ids, "a", purposes=["tutoring#1"]), self.event(ids, "b", purposes=["support#1"])],
+                  rows(unit(1), unit(1, 0.05)), 0.999, 200)
+        report = store.consolidate(T, ids("u"), cap=1, consolidate_threshold=0.8)
+        assert not report.consolidated and len(report.evicted) == 1  # similar, but not the same purposes
 
     # --- get, live_count, ping --------------------------------------------------------------
 

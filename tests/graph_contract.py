@@ -523,6 +523,12 @@ class GraphContract:
 
     # --- evidence --------------------------------------------------------------------------
 
+    def test_evidence_keeps_the_grants_its_claim_was_collected_under(self, store, ids):
+        key = self.key(ids, "化学")
+        store.merge(key, self.ev(ids, "e1").model_copy(update={"purposes": ["tutoring#2", "support#1"]}), BLEND)
+        store.merge(key, self.ev(ids, "e2"), BLEND)  # a claim that names none: collected before purposes (ANY)
+        assert [r.purposes for r in store.evidence([self.rel_id(key)])] == [["support#1", "tutoring#2"], ["*"]]
+
     def test_evidence_rows_say_what_happened_oldest_first(self, store, ids):
         key, other = self.key(ids, "加速度"), self.key(ids, "速度", Relation.learning_obstacle)
         rel, other_rel = self.rel_id(key), self.rel_id(other)
@@ -552,7 +558,7 @@ class GraphContract:
         assert first.model_dump(exclude={"applied_at", "confidence", "after"}) == {
             "rel_id": rel, "evidence_id": ids("e1"), "source": RULE, "message_ids": ["m1", "消息2"],
             "device_id": "phone", "session_id": "s1", "ts": 100.5, "note": "", "action": "merge:blend",
-            "before": None}
+            "before": None, "purposes": ["*"]}
         assert first.confidence == pytest.approx(0.6) and second.confidence == pytest.approx(0.9)
         assert (second.message_ids, second.device_id, second.session_id, second.ts) == ([], "平板", None, 200.0)
         assert (counter.confidence, counter.message_ids, counter.note) == (pytest.approx(0.8), ["m3"], "反例")

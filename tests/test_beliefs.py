@@ -107,7 +107,8 @@ def fact(uid, rel, obj, conf, device, evidence):
 
 @pytest.fixture
 def brain(runtime):
-    return SemanticMemory(runtime.semantic.store, Reviews(runtime.state.client), runtime.trail, runtime.settings)
+    return SemanticMemory(runtime.semantic.store, Reviews(runtime.state.client), runtime.trail, runtime.settings,
+                          lambda tenant, user_id: runtime.state.policies.get(tenant, user_id).consent)
 
 
 def test_same_belief_from_another_device_keeps_the_higher_confidence(brain, uid):

@@ -176,8 +176,8 @@ async def test_an_agent_opts_its_user_in_and_out_of_long_term_memory(consent_sta
 
     async with mcp_session(consent_stack.api_url, tmp_path / "mcp.log") as session:
         before = await call(session, "consent", user_id=user)
-        assert before == {"user_id": user, "long_term": False, "kept": False, "consent_required": True,
-                          "changed_at": None, "changed_by": None}
+        assert before == {"user_id": user, "long_term": False, "kept": False, "purposes": [],
+                          "consent_required": True, "changed_at": None, "changed_by": None}
         await remembered(session, "I love chemistry")
         recalled = await call(session, "recall", user_id=user, query="What do I like?")
         assert recalled["facts"] == [] and "consent" in recalled["degraded"]["long_term"]

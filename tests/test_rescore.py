@@ -9,6 +9,7 @@ import pytest
 from memory.graph import Evidence, MergeMode, RelationKey, Status
 from memory.graph.sqlite import SQLiteGraphStore
 from memory.models import FactSource, Relation
+from memory.purposes import Grants
 from memory.services.semantic import SemanticMemory
 from memory.settings import Settings
 from memory.vocabulary import decayed, half_life_days
@@ -28,7 +29,8 @@ def beliefs(tmp_path) -> tuple[SemanticMemory, SQLiteGraphStore, RelationKey]:
     settings = Settings(_env_file=None, data_dir=tmp_path)
     key = RelationKey(tenant="t", user_id="u", relation=Relation.likes, concept_id="chemistry", object="chemistry")
     # retract reads and writes only the graph: no reviews, no trail
-    return SemanticMemory(store, None, None, settings), store, key  # type: ignore[arg-type]
+    every = Grants(dict.fromkeys(settings.purposes, 1))
+    return SemanticMemory(store, None, None, settings, lambda *_: every), store, key  # type: ignore[arg-type]
 
 
 def test_a_belief_a_month_old_is_re_scored_from_todays_confidence(beliefs):

@@ -43,7 +43,7 @@ MODELS = {
 }
 #: built by the API itself: no library class to match
 WIRE_ONLY = {schemas.FullMessage, schemas.MessageAccepted, schemas.Profile, schemas.Health, schemas.ErrorBody,
-             schemas.Read, schemas.Reads}
+             schemas.Read, schemas.Reads, schemas.ConsentChange, schemas.Purposes}
 
 
 def _defined_here(kind: type) -> set[type]:
@@ -80,13 +80,14 @@ def test_id_rule_is_the_library_rule():
 def test_policy_reads_long_term_like_the_library():
     for long_term in (False, True):
         for required in (False, True):
-            fields = {"user_id": "u", "long_term": long_term, "consent_required": required}
-            assert schemas.Policy(**fields).keeps_long_term == policy.Policy(**fields).keeps_long_term
+            for purposes in ([], ["tutoring"]):
+                fields = {"user_id": "u", "long_term": long_term, "consent_required": required, "purposes": purposes}
+                assert schemas.Policy(**fields).keeps_long_term == policy.Policy(**fields).keeps_long_term
 
 
 def test_every_route_answers_with_a_wire_model():
     declared = [(r.path, r.response_model) for router in ROUTERS for r in router.routes]
-    assert len(declared) == 22  # operations (21 paths)
+    assert len(declared) == 25  # operations (23 paths)
     for path, model in declared:
         if typing.get_origin(model) is dict:  # a plain JSON object ({"deleted": …})
             continue

@@ -11,6 +11,8 @@ from typing import Any
 import httpx
 
 from workers.schemas import (
+    ConsentChange,
+    DeletionReceipt,
     EventType,
     FullMessage,
     Health,
@@ -18,6 +20,7 @@ from workers.schemas import (
     MessageAccepted,
     Policy,
     Profile,
+    Purposes,
     Reads,
     RecallResult,
     Receipt,
@@ -84,24 +87,41 @@ class MnemeClient:
         return RolledBack.model_validate(self._call("POST", f"/v1/sessions/{session_id}/rollback", json=body))
 
     def recall(self, *, user_id: str, query: str, k: int = 5, session_id: str | None = None,
-               event_types: list[EventType] | None = None, include_text: bool = False) -> RecallResult:
+               event_types: list[EventType] | None = None, include_text: bool = False,
+               purpose: str | None = None) -> RecallResult:
+        """``purpose``: only what was collected under a grant of it (None: any purpose the user granted)."""
         body = {"user_id": user_id, "query": query, "k": k, "session_id": session_id,
                 "event_types": [str(t) for t in event_types] if event_types else None,
-                "include_text": include_text}
+                "include_text": include_text, "purpose": purpose}
         return RecallResult.model_validate(self._call("POST", "/v1/recall", json=body))
 
     def policy(self, user_id: str) -> Policy:
         """The user's consent to long-term memory and child mode, as the API keeps them."""
         return Policy.model_validate(self._call("GET", f"/v1/users/{user_id}/consent"))
 
-    def consent(self, user_id: str, long_term: bool = True, operator_id: str = "user") -> dict[str, Any]:
-        """Opt the user in to (or out of) long-term memory."""
-        return self._call("PUT", f"/v1/users/{user_id}/consent",
-                          json={"long_term": long_term, "operator_id": operator_id})
+    def consent(self, user_id: str, long_term: bool = True, operator_id: str = "user",
+                purposes: list[str] | None = None) -> ConsentChange:
+        """Opt the user in to (or out of) long-term memory, for ``purposes`` (None: every purpose when opting in;
+        as they are when pausing). A purpose left out that was granted is withdrawn (``withdrawal``)."""
+        return ConsentChange.model_validate(self._call("PUT", f"/v1/users/{user_id}/consent", json={
+            "long_term": long_term, "operator_id": operator_id, "purposes": purposes}))
 
-    def profile(self, user_id: str, include_inactive: bool = False) -> Profile:
+    def grant(self, user_id: str, purpose: str, operator_id: str = "user") -> Policy:
+        """Grant one purpose (and long-term memory with it)."""
+        return Policy.model_validate(self._call("PUT", f"/v1/users/{user_id}/consent/{purpose}",
+                                                params={"operator_id": operator_id}))
+
+    def withdraw(self, user_id: str, purpose: str, operator_id: str = "user") -> DeletionReceipt:
+        """Withdraw one purpose: the receipt lists what then served no purpose and was removed."""
+        return DeletionReceipt.model_validate(self._call("DELETE", f"/v1/users/{user_id}/consent/{purpose}",
+                                                         params={"operator_id": operator_id}))
+
+    def purposes(self) -> list[str]:
+        return Purposes.model_validate(self._call("GET", "/v1/purposes")).purposes
+
+    def profile(self, user_id: str, include_inactive: bool = False, purpose: str | None = None) -> Profile:
         return Profile.model_validate(self._call("GET", f"/v1/users/{user_id}/profile",
-                                                 params={"include_inactive": include_inactive}))
+                                                 params={"include_inactive": include_inactive, "purpose": purpose}))
 
     def erase(self, user_id: str, operator_id: str = "user") -> Receipt:
         """Erase the user from every layer; returns the receipt."""

@@ -34,7 +34,7 @@ from typing_extensions import TypedDict  # pydantic needs typing_extensions' Typ
 from memory.settings import Settings
 from workers.client import MnemeAPIError, MnemeClient
 from workers.local.stack import find_running
-from workers.schemas import Id, Policy
+from workers.schemas import Id
 
 INSTRUCTIONS = """\
 Mneme is the long-term memory of your conversations with a user (Chinese, English or both).
@@ -141,6 +141,7 @@ class ConsentState(TypedDict):
     user_id: str
     long_term: bool
     kept: bool
+    purposes: list[str]
     consent_required: bool
     changed_at: float | None
     changed_by: str | None
@@ -194,6 +195,9 @@ def recall(
     session_id: Annotated[Id | None, Field(description="The current conversation: also returns its recent "
                                                        "messages (the working window).")] = None,
     k: Annotated[int, Field(ge=1, le=50, description="How many past events to return.")] = 5,
+    purpose: Annotated[str | None, Field(description="What you will use the answer for (e.g. tutoring, support): "
+                                                     "only what the user allowed for it is returned. Omitted: any "
+                                                     "purpose they allowed.")] = None,
 ) -> Recalled:
     """Look up what the user told you before, across sessions and devices. 回忆用户以前说过的内容。
 
@@ -210,7 +214,7 @@ def recall(
     could not answer, e.g. the user has not consented to long-term memory). Prefer high-confidence facts.
     """
     with _api() as api:
-        result = api.recall(user_id=user_id, query=query, k=k, session_id=session_id)
+        result = api.recall(user_id=user_id, query=query, k=k, session_id=session_id, purpose=purpose)
     return Recalled(
         facts=[RecalledFact(relation=str(f.relation), object=f.object, confidence=_r(f.confidence),
                             source=str(f.source), why=f.why, message_ids=f.message_ids) for f in result.facts],
@@ -223,7 +227,11 @@ def recall(
 
 
 @mcp.tool(annotations=ToolAnnotations(read_only_hint=True), structured_output=True)
-def profile(user_id: UserId) -> UserProfile:
+def profile(
+    user_id: UserId,
+    purpose: Annotated[str | None, Field(description="What you will use it for: only the beliefs the user allowed "
+                                                     "for it. Omitted: any purpose they allowed.")] = None,
+) -> UserProfile:
     """Everything Mneme currently believes about the user, with why. 查看对用户的全部认识及其依据。
 
     Use it at the start of a conversation to personalise your answers, or when the user asks what you know
@@ -234,7 +242,7 @@ def profile(user_id: UserId) -> UserProfile:
     `open_reviews` counts contradictions waiting for a human. For a specific question prefer `recall`.
     """
     with _api() as api:
-        body = api.profile(user_id)
+        body = api.profile(user_id, purpose=purpose)
     return UserProfile(
         user_id=body.user_id,
         beliefs=[ProfileBelief(relation=str(b.relation), object=b.object, confidence=_r(b.confidence),
@@ -279,6 +287,10 @@ def consent(
     long_term: Annotated[bool | None, Field(description="true: the user agreed to be remembered across "
                                                         "conversations; false: they withdrew it; omitted: only "
                                                         "report where they stand, change nothing.")] = None,
+    purposes: Annotated[list[str] | None, Field(description="With long_term=true: the purposes the user agreed to "
+                                                            "(e.g. [\"tutoring\"]); omitted: every purpose. A purpose "
+                                                            "they agreed to before and leave out now is withdrawn.")
+                        ] = None,
 ) -> ConsentState:
     """Record the user's choice about long-term memory, or read it. 记录或查看用户是否同意长期记忆。
 
@@ -293,15 +305,19 @@ def consent(
     Consent applies to messages from then on; earlier ones are not kept retroactively. Withdrawing stops new
     long-term memory and hides what was kept from recall; to delete it use `forget`.
 
+    Consent is per purpose (tutoring, support…): when the user agrees only to some, pass them in `purposes`;
+    what was kept only for a purpose they later leave out is deleted.
+    同意可以按用途给出（如只用于辅导）：传 purposes；以后去掉的用途，仅为它保存的记忆会被删除。
+
     Returns `long_term` (the user's recorded choice), `kept` (whether long-term memory is kept for them now),
-    `consent_required`, and when and by whom the choice was last changed.
+    `purposes` (what they agreed to), `consent_required`, and when and by whom the choice was last changed.
     """
     with _api() as api:
         policy = (api.policy(user_id) if long_term is None
-                  else Policy.model_validate(api.consent(user_id, long_term, operator_id="mcp")))
+                  else api.consent(user_id, long_term, operator_id="mcp", purposes=purposes))
     return ConsentState(user_id=policy.user_id, long_term=policy.long_term, kept=policy.keeps_long_term,
-                        consent_required=policy.consent_required, changed_at=policy.consent_changed_at,
-                        changed_by=policy.consent_by)
+                        purposes=policy.purposes, consent_required=policy.consent_required,
+                        changed_at=policy.consent_changed_at, changed_by=policy.consent_by)
 
 
 def main(argv: list[str] | None = None) -> None:

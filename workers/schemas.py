@@ -175,6 +175,7 @@ class EventHit(Wire):
     confidence: float
     count: int
     message_ids: list[str] = Field(description="The matching messages of this memory, best first.")
+    purposes: list[str] = Field(description="The purposes this memory serves: collected under a grant that stands.")
     score: float
     why: dict[str, float] = Field(description="Score parts: keyword, vector_sim, fused, weight (feedback), noise, "
                                               "type_match, in_time_window, recency, event_layer.")
@@ -190,6 +191,7 @@ class FactHit(Wire):
     message_ids: list[str]
     event_ids: list[str]
     devices: list[str]
+    purposes: list[str] = Field(description="The purposes this belief serves (those of its supporting claims).")
     updated_at: float
     why: str = Field(description="Why recall chose it.")
     explanation: str = Field(description="How its confidence came to be.")
@@ -198,6 +200,7 @@ class FactHit(Wire):
 class RecallResult(Wire):
     user_id: str
     query: str
+    purpose: str | None = Field(None, description="The purpose the recall serves (none named: any purpose granted).")
     inferred_types: list[EventType] = Field(default_factory=list)
     working: list[StoredMessage]
     events: list[EventHit]
@@ -244,6 +247,8 @@ class Belief(Wire):
     message_ids: list[str]
     event_ids: list[str]
     devices: list[str]
+    purposes: list[str] = Field(description="The purposes it serves: those its supporting claims were collected "
+                                            "under, while their grants stand.")
     why: str = Field(description="How the current value came to be, step by step.")
 
 
@@ -281,6 +286,8 @@ class Policy(Wire):
     user_id: str
     long_term: bool
     consent_required: bool
+    purposes: list[str] = Field(default_factory=list, description="The purposes the user granted.")
+    withdrawn_purposes: list[str] = Field(default_factory=list, description="Purposes granted once, withdrawn since.")
     consent_changed_at: float | None = None
     consent_by: str | None = None
     child: bool = False
@@ -288,7 +295,7 @@ class Policy(Wire):
 
     @property
     def keeps_long_term(self) -> bool:  # as ``memory.state.policy.Policy`` reads it
-        return self.long_term or not self.consent_required
+        return (self.long_term or not self.consent_required) and bool(self.purposes)
 
 
 class Receipt(Wire):
@@ -304,11 +311,26 @@ class DeletionReceipt(Wire):
 
     event_type: EventType | None = Field(None, description="The type deleted, for a deletion by type.")
     session_id: str | None = Field(None, description="The session deleted, for a deletion of a session.")
+    purposes: list[str] = Field(default_factory=list, description="The purposes withdrawn, for a withdrawal.")
     deleted_events: int
+    archived_events: int = Field(0, description="Archived events removed from cold storage.")
     messages: list[str] = Field(description="Messages long-term memory no longer holds anything of.")
     beliefs_removed: list[str] = Field(description="Beliefs (rel ids) only those messages supported: retired.")
     beliefs_rescored: list[str] = Field(description="Beliefs others support too: re-scored from what remains.")
     beliefs_restored: list[str] = Field(description="Values one of the messages had replaced: active again.")
+
+
+class ConsentChange(Policy):
+    """The user's consent after a change, and what withdrawing purposes removed, if the change withdrew any."""
+
+    withdrawal: DeletionReceipt | None = Field(None, description="What serves no purpose any more was removed: "
+                                                                 "episodic events, archived events, and beliefs "
+                                                                 "removed or re-scored.")
+
+
+class Purposes(Wire):
+    purposes: list[str] = Field(description="The purposes a user of this deployment consents to one by one "
+                                            "(MNEME_PURPOSES).")
 
 
 class Read(Wire):
@@ -319,6 +341,7 @@ class Read(Wire):
     agent: str | None = Field(None, description="The agent the caller named in X-Mneme-Agent.")
     source: str = Field(description="Through what: api or cli.")
     session_id: str | None = None
+    purpose: str | None = Field(None, description="The purpose the read named (a recall or a profile read).")
     shown: dict[str, Any] = Field(description="The ids of what was shown, with why: a recall's messages, events "
                                               "(score parts) and beliefs; a profile's beliefs and reviews; an "
                                               "export's count per store. Never content.")

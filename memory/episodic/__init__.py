@@ -10,13 +10,14 @@ asked for fewer statuses.
 
 Contract of ``add`` (one user's events, idempotent under redelivery):
 - an event id seen before (in any status) changes nothing;
-- else, a live event of the same user, type and role whose vector has cosine ≥ ``merge_threshold``
-  absorbs it: count + its count, confidence ``1 - (1-a)(1-b)`` (at most 0.99), message ids united,
-  latest ts; the new row is kept as ``merged`` with ``canonical_id`` naming the absorbing event;
+- else, a live event of the same user, type and role, recorded under the same purposes (``memory.purposes``:
+  an event's purposes stay its messages'), whose vector has cosine ≥ ``merge_threshold`` absorbs it: count
+  + its count, confidence ``1 - (1-a)(1-b)`` (at most 0.99), message ids united, latest ts; the new row
+  is kept as ``merged`` with ``canonical_id`` naming the absorbing event;
 - else it is inserted live; then, while the user has more than ``cap`` live events (``plan_overflow``):
   chit-chat (greetings, small talk, thanks) leaves the event layer first, lowest value first; then the
-  most similar pair of live events of one type and role (cosine ≥ ``consolidate_threshold``) merges into
-  the one worth more; then the lowest-value event leaves. Leaving means ``evicted``: kept, reported, and
+  most similar pair of live events of one type, role and purposes (cosine ≥ ``consolidate_threshold``)
+  merges into the one worth more; then the lowest-value event leaves. Leaving means ``evicted``: kept, reported, and
   still searchable in the deep tier. Value orders by type rank first (``TYPE_RANK``: chit-chat < thanks <
   questions and moods < statements < facts about the user), then what the user said over the assistant's
   replies, then ``confidence × weight × noise × 0.5^(age_days/90) × (1 + log2(count))``: so the cap never
@@ -123,16 +124,19 @@ class EpisodicStore(Protocol):
 
     def keyword_search(self, tenant: str, user_id: str, tokens: Sequence[str],
                        types: Collection[EventType] | None, k: int,
-                       statuses: Collection[str] = SEARCHABLE) -> list[tuple[str, float]]:
-        """(event_id, score) best first. The score is BM25 (k1 1.2, b 0.75) with the user's own statistics
+                       statuses: Collection[str] = SEARCHABLE,
+                       purposes: Collection[str] | None = None) -> list[tuple[str, float]]:
+        """(event_id, score) best first, of the rows recorded under one of ``purposes`` (tokens, see
+        ``memory.purposes``; None: every row). The score is BM25 (k1 1.2, b 0.75) with the user's own statistics
         (documents = distinct texts of the user), divided by the query's total term weight (the sum of the
         IDFs of its distinct tokens): 1.0 ≈ a text of average length holding every query token once."""
         ...
 
     def vector_search(self, tenant: str, user_id: str, vector: np.ndarray,
                       types: Collection[EventType] | None, k: int,
-                      statuses: Collection[str] = SEARCHABLE) -> list[tuple[str, float]]:
-        """(event_id, cosine similarity) best first."""
+                      statuses: Collection[str] = SEARCHABLE,
+                      purposes: Collection[str] | None = None) -> list[tuple[str, float]]:
+        """(event_id, cosine similarity) best first, of the rows recorded under one of ``purposes``."""
         ...
 
     def get(self, tenant: str, user_id: str, event_ids: Sequence[str]) -> list[StoredEvent]:
@@ -195,8 +199,8 @@ def plan_overflow(live: Sequence[StoredEvent], vectors: np.ndarray, cap: int, th
     counts = [e.count for e in live]
     values = [eviction_value(e, now) for e in live]
     alive = np.ones(len(live), dtype=bool)
-    codes = {kind: i for i, kind in enumerate(dict.fromkeys((e.event_type, e.role) for e in live))}
-    kinds = np.array([codes[(e.event_type, e.role)] for e in live])
+    codes = {kind: i for i, kind in enumerate(dict.fromkeys(_kind(e) for e in live))}
+    kinds = np.array([codes[_kind(e)] for e in live])
     same_kind = np.equal.outer(kinds, kinds)
     matrix = np.asarray(vectors, dtype=np.float32)
     sims = matrix @ matrix.T
@@ -216,6 +220,11 @@ def plan_overflow(live: Sequence[StoredEvent], vectors: np.ndarray, cap: int, th
         values[keep] = eviction_value(live[keep], now, counts[keep])
         alive[gone] = False
     return steps
+
+
+def _kind(event: StoredEvent) -> tuple[EventType, Role, tuple[str, ...]]:
+    """Events merge only with their kind: one type, one role, collected under the same purposes."""
+    return event.event_type, event.role, tuple(sorted(set(event.purposes)))
 
 
 def plan_retraction(rows: Sequence[StoredEvent], message_ids: Collection[str]) -> RetractionPlan:

@@ -63,6 +63,7 @@ CREATE TABLE IF NOT EXISTS events (
     tokens TEXT NOT NULL DEFAULT '',
     length INTEGER NOT NULL DEFAULT 0,
     updated_at REAL NOT NULL,
+    purposes TEXT NOT NULL DEFAULT '["*"]',
     PRIMARY KEY (tenant, user_id, event_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS events_by_user ON events (tenant, user_id, status, event_type);
@@ -78,14 +79,21 @@ CREATE TABLE IF NOT EXISTS vectors (
     event_type TEXT NOT NULL,
     role TEXT NOT NULL,
     embedding BLOB NOT NULL,
+    purposes TEXT NOT NULL DEFAULT '["*"]',
     PRIMARY KEY (tenant, user_id, event_id)
 ) WITHOUT ROWID;
 """
+#: Columns a file written by an earlier version lacks, added when it is opened (what it held was collected
+#: before purposes were recorded: ``memory.purposes.ANY``).
+_ADDED = (("events", "purposes", """TEXT NOT NULL DEFAULT '["*"]'"""),
+          ("vectors", "purposes", """TEXT NOT NULL DEFAULT '["*"]'"""))
 PAGE_SIZE = 16384  # a 2 KiB vector row stays inside its page (overflow pages would scatter it again)
+_VECTOR_COLUMNS = "tenant, user_id, event_id, status, event_type, role, embedding, purposes"
 _VECTOR_JOIN = "JOIN vectors v ON v.tenant = e.tenant AND v.user_id = e.user_id AND v.event_id = e.event_id"
 
 _FIELDS = ("event_id", "tenant", "user_id", "session_id", "ts", "event_type", "role", "lang", "text_hash",
-           "message_ids", "confidence", "count", "weight", "noise", "status", "canonical_id", "said_at", "sealed")
+           "message_ids", "confidence", "count", "weight", "noise", "status", "canonical_id", "said_at", "sealed",
+           "purposes")
 _COLUMNS = ", ".join(_FIELDS)
 _ONE = "tenant = ? AND user_id = ? AND event_id = ?"
 K1, B = 1.2, 0.75  # BM25
@@ -94,7 +102,7 @@ _Matched = tuple[str, str, str, int, int]  # a row keyword search matched: event
 
 class SQLiteEpisodicStore:
     def __init__(self, path: Path) -> None:
-        self._db = SQLiteFile(path, _SCHEMA, "episodic store", page_size=PAGE_SIZE)
+        self._db = SQLiteFile(path, _SCHEMA, "episodic store", page_size=PAGE_SIZE, added=_ADDED)
 
     @classmethod
     def from_url(cls, url: str, settings: Settings) -> SQLiteEpisodicStore:
@@ -136,16 +144,18 @@ class SQLiteEpisodicStore:
                 values[_FIELDS.index("event_type")] = EventType(event.event_type).value
                 values[_FIELDS.index("role")] = getattr(event.role, "value", event.role)
                 values[_FIELDS.index("message_ids")] = json.dumps(event.message_ids)
+                values[_FIELDS.index("purposes")] = _purposes(event.purposes)
                 rows.append((first + i, *values, " ".join(event.tokens), len(event.tokens), now))
                 fts.append((first + i, " ".join(event.tokens)))
                 vecs.append((event.tenant, event.user_id, event.event_id, event.status,
-                             values[_FIELDS.index("event_type")], values[_FIELDS.index("role")], vectors[i].tobytes()))
+                             values[_FIELDS.index("event_type")], values[_FIELDS.index("role")], vectors[i].tobytes(),
+                             values[_FIELDS.index("purposes")]))
             cache = conn.execute("PRAGMA cache_size").fetchone()[0]
             conn.execute("PRAGMA cache_size = -262144")  # 256 MiB while loading: the indexes take random inserts
             try:
                 conn.executemany(insert, rows)
                 conn.executemany("INSERT INTO events_fts (rowid, tokens) VALUES (?, ?)", fts)
-                conn.executemany("INSERT INTO vectors VALUES (?, ?, ?, ?, ?, ?, ?)", vecs)
+                conn.executemany(f"INSERT INTO vectors ({_VECTOR_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", vecs)
             finally:
                 conn.execute(f"PRAGMA cache_size = {int(cache)}")
             return len(rows)
@@ -153,11 +163,13 @@ class SQLiteEpisodicStore:
         return self._db.transaction(write)
 
     def keyword_search(self, tenant: str, user_id: str, tokens: Sequence[str], types: Collection[EventType] | None,
-                       k: int, statuses: Collection[str] = SEARCHABLE) -> list[tuple[str, float]]:
+                       k: int, statuses: Collection[str] = SEARCHABLE,
+                       purposes: Collection[str] | None = None) -> list[tuple[str, float]]:
         wanted = sorted(set(tokens))
-        if not wanted or not statuses:
+        if not wanted or not statuses or (purposes is not None and not purposes):
             return []
         status_sql, status_args = _status_filter(statuses)
+        serving_sql, serving_args = _purpose_filter(purposes)
         type_args = sorted(EventType(t).value for t in types or ())
         type_ok = f"e.event_type IN ({','.join('?' * len(type_args))})" if type_args else "1"
         match = " OR ".join(f'"{t}"' for t in wanted)
@@ -166,11 +178,12 @@ class SQLiteEpisodicStore:
         # the FTS index drives (a join lets SQLite probe it once per row of the user instead: 200× slower)
         rows_sql = f"""SELECT e.event_id, e.text_hash, e.tokens, e.length, {type_ok} FROM events e
                        WHERE e.doc IN (SELECT rowid FROM events_fts WHERE events_fts MATCH ?)
-                       AND e.tenant = ? AND e.user_id = ? {status_sql}"""
+                       AND e.tenant = ? AND e.user_id = ? {status_sql} {serving_sql}"""
 
         def read(c: sqlite3.Connection) -> tuple[tuple[int, float | None], list[_Matched]]:
             stats = c.execute(stats_sql, (tenant, user_id, *status_args)).fetchone()
-            return stats, c.execute(rows_sql, (*type_args, match, tenant, user_id, *status_args)).fetchall()
+            return stats, c.execute(rows_sql, (*type_args, match, tenant, user_id, *status_args,
+                                               *serving_args)).fetchall()
 
         (texts, avg_length), rows = self._db.run(read)
         if not rows:
@@ -178,10 +191,11 @@ class SQLiteEpisodicStore:
         return _bm25(wanted, rows, texts, avg_length or 1.0)[:k]
 
     def vector_search(self, tenant: str, user_id: str, vector: np.ndarray, types: Collection[EventType] | None,
-                      k: int, statuses: Collection[str] = SEARCHABLE) -> list[tuple[str, float]]:
-        if not statuses:
+                      k: int, statuses: Collection[str] = SEARCHABLE,
+                      purposes: Collection[str] | None = None) -> list[tuple[str, float]]:
+        if not statuses or (purposes is not None and not purposes):
             return []
-        ids, matrix = self._db.run(lambda c: _vectors(c, tenant, user_id, types, statuses))
+        ids, matrix = self._db.run(lambda c: _vectors(c, tenant, user_id, types, statuses, serving=purposes))
         if not ids:
             return []
         sims = matrix @ np.asarray(vector, dtype=np.float32)
@@ -328,7 +342,8 @@ def _add_one(conn: sqlite3.Connection, event: StoredEvent, vector: np.ndarray, t
                     (event.tenant, event.user_id, event.event_id)).fetchone():
         report.known.append(event.event_id)
         return
-    ids, matrix = _vectors(conn, event.tenant, event.user_id, [event.event_type], (LIVE,), role=event.role.value)
+    ids, matrix = _vectors(conn, event.tenant, event.user_id, [event.event_type], (LIVE,), role=event.role.value,
+                           recorded=_purposes(event.purposes))
     if ids:
         sims = matrix @ vector
         best = int(np.argmax(sims))
@@ -347,14 +362,15 @@ def _insert(conn: sqlite3.Connection, event: StoredEvent, vector: np.ndarray) ->
     values[_FIELDS.index("event_type")] = event.event_type.value
     values[_FIELDS.index("role")] = event.role.value
     values[_FIELDS.index("message_ids")] = json.dumps(event.message_ids)
+    values[_FIELDS.index("purposes")] = _purposes(event.purposes)
     doc = _next_doc(conn)
     conn.execute(f"INSERT INTO events (doc, {_COLUMNS}, tokens, length, updated_at) "
                  f"VALUES ({','.join('?' * (len(_FIELDS) + 4))})",
                  (doc, *values, " ".join(event.tokens), len(event.tokens), time.time()))
     conn.execute("INSERT INTO events_fts (rowid, tokens) VALUES (?, ?)", (doc, " ".join(event.tokens)))
-    conn.execute("INSERT INTO vectors VALUES (?, ?, ?, ?, ?, ?, ?)",
+    conn.execute(f"INSERT INTO vectors ({_VECTOR_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                  (event.tenant, event.user_id, event.event_id, event.status, event.event_type.value,
-                  event.role.value, vector.tobytes()))
+                  event.role.value, vector.tobytes(), values[_FIELDS.index("purposes")]))
 
 
 def _next_doc(conn: sqlite3.Connection) -> int:
@@ -405,14 +421,22 @@ def _enforce_cap(conn: sqlite3.Connection, tenant: str, user_id: str, cap: int, 
 
 
 def _vectors(conn: sqlite3.Connection, tenant: str, user_id: str, types: Collection[EventType] | None,
-             statuses: Collection[str], role: str | None = None) -> tuple[list[str], np.ndarray]:
+             statuses: Collection[str], role: str | None = None, recorded: str | None = None,
+             serving: Collection[str] | None = None) -> tuple[list[str], np.ndarray]:
+    """The vectors of a user's rows of these types and statuses; of one role and recorded under exactly
+    ``recorded`` purposes (a merge's candidates), or serving one of ``serving`` (a search's)."""
     type_sql, args = _type_filter(types)
     status_sql, status_args = _status_filter(statuses)
     if role:
         type_sql += " AND e.role = ?"
         args.append(role)
+    if recorded is not None:
+        type_sql += " AND e.purposes = ?"
+        args.append(recorded)
+    serving_sql, serving_args = _purpose_filter(serving)
     rows = conn.execute(f"SELECT event_id, embedding FROM vectors e WHERE tenant = ? AND user_id = ? "
-                        f"{status_sql} {type_sql}", (tenant, user_id, *status_args, *args)).fetchall()
+                        f"{status_sql} {type_sql} {serving_sql}",
+                        (tenant, user_id, *status_args, *args, *serving_args)).fetchall()
     if not rows:
         return [], np.zeros((0, 0), dtype=np.float32)
     matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
@@ -458,6 +482,19 @@ def _status_filter(statuses: Collection[str]) -> tuple[str, list[str]]:
     return f"AND e.status IN ({','.join('?' * len(values))})", values
 
 
+def _purposes(recorded: Sequence[str]) -> str:
+    """How a row's purposes are stored: a JSON list, sorted, so that equal sets are equal strings."""
+    return json.dumps(sorted(set(recorded)))
+
+
+def _purpose_filter(serving: Collection[str] | None) -> tuple[str, list[str]]:
+    """Rows recorded under one of the ``serving`` tokens (a token is a JSON string inside the stored list)."""
+    if serving is None:
+        return "", []
+    tokens = sorted(set(serving))
+    return f"AND ({' OR '.join('instr(e.purposes, ?) > 0' for _ in tokens)})", [json.dumps(t) for t in tokens]
+
+
 def _type_filter(types: Collection[EventType] | None) -> tuple[str, list[str]]:
     if not types:
         return "", []
@@ -468,4 +505,5 @@ def _type_filter(types: Collection[EventType] | None) -> tuple[str, list[str]]:
 def _event(row: tuple[Any, ...]) -> StoredEvent:
     fields = dict(zip(_FIELDS, row, strict=True))
     fields["message_ids"] = json.loads(fields["message_ids"])
+    fields["purposes"] = json.loads(fields["purposes"])
     return StoredEvent(**fields)

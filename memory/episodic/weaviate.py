@@ -54,8 +54,10 @@ Maintenance primitives (batch jobs: archiving, compaction, erasure, export, nois
   second write outside the event's object, which a crash or an erasure can leave disagreeing with the
   events; the tenants cannot.
 
-``noise`` and ``canonical_id`` were added later: ``from_url`` adds any property missing to a collection
-created before it existed; objects written before read as ``noise`` 1.0 and no ``canonical_id``.
+``noise``, ``canonical_id`` and ``purposes`` were added later: ``from_url`` adds any property missing to a
+collection created before it existed; objects written before read as ``noise`` 1.0, no ``canonical_id`` and
+``purposes`` ``["*"]``. A search that names purposes filters on the property, which such objects lack: give
+them ``purposes = ["*"]`` (one batch update per tenant) before serving purpose-bound recalls from them.
 
 The API key, if the server wants one, is ``MNEME_WEAVIATE_API_KEY`` (``Settings.weaviate_api_key``).
 """
@@ -112,6 +114,7 @@ from memory.episodic import (
 )
 from memory.errors import ConfigurationError, TransientError
 from memory.models import EventType
+from memory.purposes import ANY
 from memory.settings import Settings
 
 DEFAULT_COLLECTION = "MnemeEvent"
@@ -121,14 +124,14 @@ COLLECTION_NAME = re.compile(r"^[A-Z][_0-9A-Za-z]{0,127}$")
 
 _FIELDS = ("event_id", "tenant", "user_id", "session_id", "ts", "event_type", "role", "lang", "text_hash",
            "message_ids", "confidence", "count", "weight", "noise", "status", "canonical_id", "said_at", "sealed",
-           "tokens")
+           "tokens", "purposes")
 _READ = list(_FIELDS)  # BLOB properties are only returned when named
 _PROPERTIES = [
     *(Property(name=n, data_type=DataType.TEXT, tokenization=Tokenization.FIELD, index_searchable=False)
       for n in ("event_id", "tenant", "user_id", "session_id", "event_type", "role", "lang", "text_hash", "status",
                 "canonical_id")),
-    Property(name="message_ids", data_type=DataType.TEXT_ARRAY, tokenization=Tokenization.FIELD,
-             index_searchable=False),
+    *(Property(name=n, data_type=DataType.TEXT_ARRAY, tokenization=Tokenization.FIELD, index_searchable=False)
+      for n in ("message_ids", "purposes")),
     *(Property(name=n, data_type=DataType.NUMBER) for n in ("ts", "said_at", "confidence", "weight", "noise",
                                                             "updated_at")),
     Property(name="count", data_type=DataType.INT),
@@ -314,24 +317,27 @@ class WeaviateEpisodicStore:
 
     def _merge_target(self, batch: _UserAdd, event: StoredEvent, vector: np.ndarray,
                       threshold: float) -> dict[str, Any] | None:
-        """The properties (to update in place) of the most similar live event of the same type and
-        role, if its cosine reaches ``threshold``: stored ones by an exact near_vector query, ones
+        """The properties (to update in place) of the most similar live event of the same type, role and
+        purposes, if its cosine reaches ``threshold``: stored ones by an exact near_vector query, ones
         pending in this call by numpy."""
         best: dict[str, Any] | None = None
         best_sim = -np.inf
+        recorded = sorted(set(event.purposes))
         hits = batch.handle.query.near_vector(
             vector.tolist(), target_vector=VECTOR, limit=1, return_metadata=MetadataQuery(distance=True),
-            return_properties=["event_id", "count", "confidence", "message_ids", "ts"],
+            return_properties=["event_id", "count", "confidence", "message_ids", "ts", "purposes"],
             filters=_LIVE & Filter.by_property("event_type").equal(event.event_type.value)
-            & Filter.by_property("role").equal(event.role.value),
+            & Filter.by_property("role").equal(event.role.value)
+            & Filter.by_property("purposes").contains_all(recorded),
         ).objects
+        hits = [h for h in hits if sorted(h.properties.get("purposes") or [ANY]) == recorded]  # all, and no more
         if hits:
             best_sim = 1.0 - hits[0].metadata.distance
             stored_id = hits[0].properties["event_id"]
             best = batch.stored.setdefault(stored_id, dict(hits[0].properties))
         for props, other in batch.pending.values():
             if (props["status"] == LIVE and props["event_type"] == event.event_type.value
-                    and props["role"] == event.role.value):
+                    and props["role"] == event.role.value and props["purposes"] == recorded):
                 sim = float(np.dot(other, vector) / (np.linalg.norm(other) * np.linalg.norm(vector)))
                 if sim > best_sim:
                     best, best_sim = props, sim
@@ -386,13 +392,14 @@ class WeaviateEpisodicStore:
     # --- reads ------------------------------------------------------------------------------
 
     def keyword_search(self, tenant: str, user_id: str, tokens: Sequence[str], types: Collection[EventType] | None,
-                       k: int, statuses: Collection[str] = SEARCHABLE) -> list[tuple[str, float]]:
+                       k: int, statuses: Collection[str] = SEARCHABLE,
+                       purposes: Collection[str] | None = None) -> list[tuple[str, float]]:
         terms = sorted(set(tokens))
         with _boundary("keyword search"):
             handle = self._handle(tenant, user_id)
-            if handle is None or not terms or k <= 0 or not statuses:
+            if handle is None or not terms or k <= 0 or not statuses or (purposes is not None and not purposes):
                 return []
-            where = _where(types, statuses)
+            where = _where(types, statuses, purposes)
             hits = handle.query.bm25(" ".join(terms), query_properties=["tokens"], filters=where, limit=k,
                                      return_metadata=MetadataQuery(score=True), return_properties=["event_id"])
             if not hits.objects:
@@ -402,14 +409,15 @@ class WeaviateEpisodicStore:
         return [(o.properties["event_id"], float(o.metadata.score) / (total or 1.0)) for o in hits.objects]
 
     def vector_search(self, tenant: str, user_id: str, vector: np.ndarray, types: Collection[EventType] | None,
-                      k: int, statuses: Collection[str] = SEARCHABLE) -> list[tuple[str, float]]:
+                      k: int, statuses: Collection[str] = SEARCHABLE,
+                      purposes: Collection[str] | None = None) -> list[tuple[str, float]]:
         with _boundary("vector search"):
             handle = self._handle(tenant, user_id)
-            if handle is None or k <= 0 or not statuses:
+            if handle is None or k <= 0 or not statuses or (purposes is not None and not purposes):
                 return []
             hits = handle.query.near_vector(
-                np.asarray(vector, dtype=np.float32).tolist(), target_vector=VECTOR, filters=_where(types, statuses),
-                limit=k,
+                np.asarray(vector, dtype=np.float32).tolist(), target_vector=VECTOR,
+                filters=_where(types, statuses, purposes), limit=k,
                 return_metadata=MetadataQuery(distance=True), return_properties=["event_id"],
             )
         return [(o.properties["event_id"], 1.0 - float(o.metadata.distance)) for o in hits.objects]
@@ -671,16 +679,20 @@ def _best_bm25(handle: Any, term: str, where: Any) -> float:
     return float(hits.objects[0].metadata.score) if hits.objects else 0.0
 
 
-def _where(types: Collection[EventType] | None, statuses: Collection[str]) -> Any:
+def _where(types: Collection[EventType] | None, statuses: Collection[str],
+           purposes: Collection[str] | None = None) -> Any:
     where = Filter.by_property("status").contains_any(sorted(statuses))
     if types:
         where &= Filter.by_property("event_type").contains_any(sorted(EventType(t).value for t in types))
+    if purposes is not None:
+        where &= Filter.by_property("purposes").contains_any(sorted(purposes))
     return where
 
 
 def _properties(event: StoredEvent) -> dict[str, Any]:
     props = event.model_dump(include=set(_FIELDS) - {"sealed", "tokens"}, mode="json")
     props["said_at"] = event.said_at
+    props["purposes"] = sorted(set(event.purposes))
     return {**props, "sealed": base64.b64encode(event.sealed).decode(), "tokens": " ".join(event.tokens)}
 
 
@@ -689,6 +701,7 @@ def _event(props: Mapping[str, Any]) -> StoredEvent:
     fields["sealed"] = base64.b64decode(fields["sealed"] or b"")
     fields["tokens"] = (fields["tokens"] or "").split()
     fields["message_ids"] = list(fields["message_ids"] or [])
+    fields["purposes"] = sorted(fields["purposes"] or [ANY])  # written before the property existed: ``ANY``
     fields["count"] = int(fields["count"])
     if fields["noise"] is None:  # written before the property existed
         fields["noise"] = 1.0

@@ -30,6 +30,7 @@ from typing import Protocol
 from pydantic import BaseModel, Field
 
 from memory.models import FactSource, Relation
+from memory.purposes import ANY
 
 #: Evidence merges as ``OLD_WEIGHT * old + NEW_WEIGHT * new``; counter-evidence multiplies by COUNTER.
 OLD_WEIGHT, NEW_WEIGHT, COUNTER = 0.3, 0.7, 0.5
@@ -71,6 +72,8 @@ class Evidence(BaseModel):
     session_id: str | None = None
     ts: float
     note: str = ""
+    purposes: list[str] = Field(default_factory=lambda: [ANY], description="The grants the claim was collected "
+                                "under (``memory.purposes``); a belief serves a purpose its supporting claims serve.")
 
 
 class StoredRelation(BaseModel):

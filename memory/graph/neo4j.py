@@ -9,7 +9,7 @@ Layout::
                   created_at, updated_at, base_ts, evidence_count, last_applied_at}]->
     (:Concept {tenant, id, name})
     (:Evidence {rel_id, evidence_id, seq, source, confidence, message_ids, device_id, session_id, ts, note,
-                action, before, after, applied_at})
+                action, before, after, applied_at, purposes})
 
 ``User.id`` is ``ids.user_node_id`` and ``User.name`` the user id; ``Concept`` is keyed by (tenant, id).
 The relation name is a *property* of one relationship type, ``HOLDS``, never a relationship type of its
@@ -92,6 +92,7 @@ from memory.graph import (
     clamp,
 )
 from memory.models import Relation
+from memory.purposes import ANY
 from memory.settings import Settings
 
 SCHEMES = ("neo4j", "neo4j+s", "bolt", "bolt+s")
@@ -254,7 +255,7 @@ _EV_FIELDS = ("rel_id", "evidence_id", "source", "confidence", "message_ids", "d
 _EVIDENCE = f"""
 MATCH (e:Evidence)
 WHERE e.rel_id IN $rel_ids
-RETURN {", ".join(f"e.{f} AS {f}" for f in _EV_FIELDS)}
+RETURN {", ".join(f"e.{f} AS {f}" for f in _EV_FIELDS)}, coalesce(e.purposes, ['{ANY}']) AS purposes
 ORDER BY e.applied_at, e.seq
 """
 
@@ -424,7 +425,8 @@ class Neo4jGraphStore:
         return {
             "rel_id": rel_id, "evidence_id": ev.evidence_id, "now": time.time(), "tick": _TICK,
             "evidence": {"source": ev.source.value, "confidence": ev.confidence, "message_ids": list(ev.message_ids),
-                         "device_id": ev.device_id, "session_id": ev.session_id, "ts": ev.ts, "note": ev.note},
+                         "device_id": ev.device_id, "session_id": ev.session_id, "ts": ev.ts, "note": ev.note,
+                         "purposes": sorted(set(ev.purposes))},
         }
 
     def _write(self, what: str, query: str, params: dict[str, Any]) -> Change | None:

@@ -66,9 +66,12 @@ CREATE TABLE IF NOT EXISTS evidence (
     before REAL,
     after REAL,
     applied_at REAL NOT NULL,
+    purposes TEXT NOT NULL DEFAULT '["*"]',
     PRIMARY KEY (rel_id, evidence_id)
 );
 """
+#: A file written before purposes were recorded gains the column (its evidence: ``memory.purposes.ANY``).
+_ADDED = (("evidence", "purposes", """TEXT NOT NULL DEFAULT '["*"]'"""),)
 
 _CLAMP = f"MIN({MAX_CONFIDENCE}, MAX({MIN_CONFIDENCE}, {{}}))"
 
@@ -94,12 +97,12 @@ WHERE NOT (relations.source = 'human' AND excluded.source IN ('rule', 'llm'))
 _REL_COLUMNS = ("rel_id, tenant, user_id, relation, concept_id, object, confidence, source, status, created_at, "
                 "updated_at, base_ts")
 _EV_COLUMNS = ("rel_id, evidence_id, source, confidence, message_ids, device_id, session_id, ts, note, action, "
-               "before, after, applied_at")
+               "before, after, applied_at, purposes")
 
 
 class SQLiteGraphStore:
     def __init__(self, path: Path) -> None:
-        self._db = SQLiteFile(path, _SCHEMA, "graph store")
+        self._db = SQLiteFile(path, _SCHEMA, "graph store", added=_ADDED)
 
     @classmethod
     def from_url(cls, url: str, settings: Settings) -> SQLiteGraphStore:
@@ -233,9 +236,9 @@ def _confidence(conn: sqlite3.Connection, rel_id: str) -> float | None:
 def _record(conn: sqlite3.Connection, rel_id: str, ev: Evidence, action: str, before: float | None,
             now: float) -> Change:
     after = _confidence(conn, rel_id)
-    conn.execute(f"INSERT INTO evidence ({_EV_COLUMNS}) VALUES ({','.join('?' * 13)})",
+    conn.execute(f"INSERT INTO evidence ({_EV_COLUMNS}) VALUES ({','.join('?' * 14)})",
                  (rel_id, ev.evidence_id, ev.source.value, ev.confidence, json.dumps(ev.message_ids), ev.device_id,
-                  ev.session_id, ev.ts, ev.note, action, before, after, now))
+                  ev.session_id, ev.ts, ev.note, action, before, after, now, json.dumps(sorted(set(ev.purposes)))))
     change = _recorded(conn, rel_id, ev.evidence_id)
     if change is None:  # cannot happen: the evidence row is written just now, on a relation that exists
         raise RuntimeError(f"evidence {ev.evidence_id!r} on {rel_id} was not recorded")
@@ -260,4 +263,5 @@ def _relation(row: tuple[Any, ...]) -> StoredRelation:
 def _evidence(row: tuple[Any, ...]) -> EvidenceRow:
     fields = dict(zip([c.strip() for c in _EV_COLUMNS.split(",")], row, strict=True))
     fields["message_ids"] = json.loads(fields["message_ids"])
+    fields["purposes"] = json.loads(fields["purposes"])
     return EvidenceRow(**fields)

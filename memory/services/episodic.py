@@ -21,6 +21,7 @@ from memory.crypto import UserKeys, keyed_tokens, seal, unseal
 from memory.episodic import ALL_STATUSES, AddReport, EpisodicStore, StoredEvent
 from memory.errors import NotFound
 from memory.models import Event, EventType
+from memory.purposes import Grants
 from memory.settings import Settings
 from memory.text import language, tokenize
 
@@ -66,7 +67,8 @@ class EpisodicMemory:
                              ensure_ascii=False).encode()
         return StoredEvent(
             **event.model_dump(include={"event_id", "tenant", "user_id", "session_id", "ts", "event_type", "role",
-                                        "text_hash", "message_ids", "confidence", "count", "weight"}),
+                                        "text_hash", "message_ids", "confidence", "count", "weight",
+                                        "purposes"}),
             lang=language(text), sealed=seal(key, payload, event.event_id),
             tokens=keyed_tokens(key, event.tokens),
         )
@@ -82,21 +84,23 @@ class EpisodicMemory:
             return None
 
     def keyword_search(self, tenant: str, user_id: str, query: str, types: Collection[EventType] | None,
-                       k: int) -> list[tuple[str, float]]:
+                       k: int, purposes: Collection[str] | None = None) -> list[tuple[str, float]]:
         key = self._keys.get(tenant, user_id, create=False)
         if key is None:
             return []
-        return self.store.keyword_search(tenant, user_id, keyed_tokens(key, tokenize(query)), types, k)
+        return self.store.keyword_search(tenant, user_id, keyed_tokens(key, tokenize(query)), types, k,
+                                         purposes=purposes)
 
     def search(self, tenant: str, user_id: str, main: str, context: str, vector: np.ndarray,
-               types: Collection[EventType] | None, depth: int) -> Found:
+               types: Collection[EventType] | None, depth: int, purposes: Collection[str] | None = None) -> Found:
         """The ``depth`` best events by keywords (the main cue's, plus ``context_weight`` of the context's)
-        and by vector similarity, over every tier, with their rows."""
-        keyword = dict(self.keyword_search(tenant, user_id, main, types, depth))
+        and by vector similarity, over every tier, with their rows; only rows recorded under one of
+        ``purposes`` (grant tokens, ``memory.purposes``; None: every row)."""
+        keyword = dict(self.keyword_search(tenant, user_id, main, types, depth, purposes))
         if context:
-            for event_id, score in self.keyword_search(tenant, user_id, context, types, depth):
+            for event_id, score in self.keyword_search(tenant, user_id, context, types, depth, purposes):
                 keyword[event_id] = keyword.get(event_id, 0.0) + self._settings.context_weight * score
-        similarity = dict(self.store.vector_search(tenant, user_id, vector, types, depth))
+        similarity = dict(self.store.vector_search(tenant, user_id, vector, types, depth, purposes=purposes))
         if not keyword and not similarity:
             return Found({}, {}, [])
         return Found(keyword, similarity, self.store.get(tenant, user_id, list(dict.fromkeys([*keyword, *similarity]))))
@@ -125,6 +129,12 @@ class EpisodicMemory:
             removed += self.store.delete(tenant, user_id, [e.event_id for e, _ in batch])
         kept = self.store.dump(tenant, user_id, statuses=ALL_STATUSES, limit=EVERY)  # every type left
         return removed, sorted(messages - {m for e, _ in kept for m in e.message_ids})
+
+    def messages_unserved(self, tenant: str, user_id: str, consent: Grants) -> set[str]:
+        """The messages whose rows serve none of the purposes ``consent`` grants (all of a message's rows were
+        collected under the same grants): what a withdrawal leaves without a purpose."""
+        rows = self.store.dump(tenant, user_id, statuses=ALL_STATUSES, limit=EVERY)
+        return {e.message_id for e, _ in rows if not consent.serves(e.purposes)}
 
     def strip_content(self, tenant: str, user_id: str, sealed: Callable[[str], bytes], lang: str) -> int:
         return self.store.strip_content(tenant, user_id, sealed, lang)
@@ -155,4 +165,5 @@ class EpisodicMemory:
             "confidence": event.confidence, "count": event.count, "weight": event.weight, "noise": event.noise,
             "summary": revealed.summary if revealed else None, "keywords": revealed.keywords if revealed else None,
             "text": revealed.text if revealed else None, "readable": revealed is not None,
+            "collected_under": event.purposes,
         }

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from memory.archive import ColdStore, archive_day, decode, encode, user_prefix
 from memory.episodic import ALL_STATUSES, AddReport, EpisodicStore, StoredEvent
 from memory.models import EventType
+from memory.purposes import ANY, Grants
 from memory.services.episodic import EpisodicMemory
 from memory.settings import Settings
 
@@ -110,6 +111,22 @@ class Maintenance:
             self.archive.put(name, encode(records))
             stripped += len(records)
         return stripped
+
+    def forget_unserved(self, tenant: str, user_id: str, consent: Grants) -> int:
+        """A user's archived events that serve none of the purposes ``consent`` grants leave their objects (an
+        object left empty goes); how many left. Idempotent."""
+        gone = 0
+        for name in self.archive.list(user_prefix(tenant, user_id)):
+            records = decode(self.archive.get(name))
+            kept = [r for r in records if consent.serves(r.get("purposes") or [ANY])]
+            if len(kept) == len(records):
+                continue
+            gone += len(records) - len(kept)
+            if kept:
+                self.archive.put(name, encode(kept))
+            else:
+                self.archive.delete_prefix(name)
+        return gone
 
     # --- noise ------------------------------------------------------------------------------------------
     def downweight_noise(self, tenant: str, user_id: str, report: Report, now: float) -> None:

@@ -1,4 +1,14 @@
-"""The privacy service: consent, child mode, erasure with its proof, deleting events of one type. Audited.
+"""The privacy service: consent per purpose, child mode, erasure with its proof, deletions that follow
+provenance (a session, the events of one type, what a withdrawn purpose alone covered). Audited.
+
+Consent (``set_consent``): long-term memory on or off (off is a pause: nothing new kept, nothing recalled,
+what is held stays) and the purposes granted (``memory.purposes``). Withdrawing a purpose ends its grant, so
+nothing collected under it serves it again, and removes at once what now serves no purpose at all
+(``forget_unserved``): the messages only withdrawn grants covered stop being memory — their episodic rows of
+every tier go and the beliefs they supported are re-scored or removed, as a deletion of those messages would
+(``forget_messages``) — then beliefs only a human's claim under a withdrawn grant held retire, and archived
+events of no purpose leave the cold store. The receipt lists it; the sweep runs it again for a day, for work
+that raced the withdrawal.
 
 Erasure (``erase``) first writes a tombstone (work received before it is dropped by every stage), then
 erases every store of user data ``Mneme.user_data`` names — working memory and the user's jobs,
@@ -62,7 +72,9 @@ class DeletionReceipt(BaseModel):
 
     event_type: EventType | None = Field(None, description="The type deleted, for a deletion by type.")
     session_id: str | None = Field(None, description="The session deleted, for a deletion of a session.")
+    purposes: list[str] = Field(default_factory=list, description="The purposes withdrawn, for a withdrawal.")
     deleted_events: int
+    archived_events: int = Field(0, description="Archived events removed from cold storage.")
     messages: list[str] = Field(description="Messages long-term memory no longer holds anything of.")
     beliefs_removed: list[str] = Field(description="Beliefs (rel ids) only those messages supported: retired.")
     beliefs_rescored: list[str] = Field(description="Beliefs others support too: re-scored from what remains.")
@@ -70,12 +82,20 @@ class DeletionReceipt(BaseModel):
 
     @classmethod
     def of(cls, event_type: EventType | None, deleted: int, messages: list[str], changes: Sequence[Change],
-           session_id: str | None = None) -> DeletionReceipt:
+           session_id: str | None = None, purposes: Sequence[str] = (), archived: int = 0) -> DeletionReceipt:
         def by(action: str) -> list[str]:
             return sorted({c.rel_id for c in changes if c.action == action})
 
-        return cls(event_type=event_type, session_id=session_id, deleted_events=deleted, messages=messages,
-                   beliefs_removed=by("retire"), beliefs_rescored=by("rescore"), beliefs_restored=by("restore"))
+        return cls(event_type=event_type, session_id=session_id, purposes=list(purposes), deleted_events=deleted,
+                   archived_events=archived, messages=messages, beliefs_removed=by("retire"),
+                   beliefs_rescored=by("rescore"), beliefs_restored=by("restore"))
+
+    @property
+    def audited(self) -> dict[str, Any]:
+        """What the audit record of the deletion holds: ids and counts, no content."""
+        return {"events_removed": self.deleted_events, "messages": len(self.messages),
+                "archived_removed": self.archived_events, "beliefs_removed": self.beliefs_removed,
+                "beliefs_rescored": self.beliefs_rescored, "beliefs_restored": self.beliefs_restored}
 
 
 class Privacy:
@@ -93,12 +113,39 @@ class Privacy:
         self._hash_key = user_hash_key
 
     # --- consent and child mode ------------------------------------------------------------------------
-    def set_consent(self, tenant: str, user_id: str, granted: bool, operator_id: str) -> Policy:
-        """Opt in to (or out of) long-term memory. Audited."""
-        policy = self._state.policies.set_consent(tenant, user_id, granted, operator_id)
-        action = "consent.grant" if granted else "consent.revoke"
-        self._trail.submit([self._trail.record(tenant, user_id, action, operator_id, "human")])
-        return policy
+    def set_consent(self, tenant: str, user_id: str, operator_id: str, *, long_term: bool | None = None,
+                    op: str = "set", purposes: Sequence[str] = ()) -> tuple[Policy, DeletionReceipt | None]:
+        """Long-term memory on or off (None: as it is) and the purposes granted: ``op`` "set" (exactly
+        ``purposes``), "grant" (these too) or "withdraw" (these no longer). A purpose this withdraws removes
+        what then serves no purpose (``forget_unserved``): its receipt, or None if nothing was withdrawn.
+        Audited."""
+        policy, withdrawn = self._state.policies.set_consent(tenant, user_id, operator_id, long_term=long_term,
+                                                             op=op, purposes=purposes)
+        action = {True: "consent.grant", False: "consent.revoke", None: "consent.purposes"}[long_term]
+        self._trail.submit([self._trail.record(tenant, user_id, action, operator_id, "human", fields={
+            "purposes": policy.purposes, "withdrawn": withdrawn})])
+        if not withdrawn:
+            return policy, None
+        self._state.policies.withdrew(tenant, user_id, time.time())
+        return policy, self.forget_unserved(tenant, user_id, operator_id, withdrawn)
+
+    def forget_unserved(self, tenant: str, user_id: str, operator_id: str, withdrawn: Sequence[str]
+                        ) -> DeletionReceipt:
+        """Remove what serves none of the purposes the user grants now (after ``withdrawn`` were withdrawn):
+        see the module's text. What it removes is audited; running it again changes nothing."""
+        consent = self._state.policies.get(tenant, user_id).consent
+        why = f"its purposes were withdrawn ({', '.join(withdrawn)})"
+        messages = self._episodic.messages_unserved(tenant, user_id, consent) | self._semantic.messages_unserved(
+            tenant, user_id, consent)
+        removed, changes = self.forget_messages(tenant, user_id, sorted(messages), why=why)
+        changes += self._semantic.retire_unserved(tenant, user_id, consent, why)
+        archived = self._maintenance.forget_unserved(tenant, user_id, consent)
+        receipt = DeletionReceipt.of(None, removed, sorted(messages), changes, purposes=withdrawn, archived=archived)
+        if messages or changes or archived:  # the consent change has its own record
+            self._trail.submit([self._trail.record(tenant, user_id, "consent.withdraw", operator_id, "human",
+                                                   fields={"purposes": list(withdrawn), **receipt.audited}),
+                                *self._trail.graph_changes(changes, operator_id)])
+        return receipt
 
     def set_child(self, tenant: str, user_id: str, child: bool, operator_id: str,
                   source: str = "human") -> tuple[Policy, dict[str, int]]:
@@ -161,11 +208,7 @@ class Privacy:
                                                 why=f"deleted with session {session_id}")
         receipt = DeletionReceipt.of(None, removed, sorted(retraction.message_ids), changes, session_id=session_id)
         self._trail.submit([self._trail.record(tenant, retraction.user_id, "session.delete", operator_id, "human",
-                                               fields={"session_id": session_id, "messages": len(receipt.messages),
-                                                       "events_removed": removed,
-                                                       "beliefs_removed": receipt.beliefs_removed,
-                                                       "beliefs_rescored": receipt.beliefs_rescored,
-                                                       "beliefs_restored": receipt.beliefs_restored}),
+                                               fields={"session_id": session_id, **receipt.audited}),
                             *self._trail.graph_changes(changes, operator_id)])
         return receipt
 
@@ -231,6 +274,25 @@ class Privacy:
                 policies.forget_tombstones(tenant, now - self._settings.job_ttl_s)
         if report["checked"] and not dry_run:
             self._state.rewrite_append_only_file()  # queued work for erased users has drained: drop its traces too
+        report["withdrawals"] = self._sweep_withdrawals(now - sla, dry_run, limit, batch_size)
+        return report
+
+    def _sweep_withdrawals(self, since: float, dry_run: bool, limit: int, batch_size: int) -> dict[str, int]:
+        """Remove again what serves no purpose for users who withdrew one within the SLA (work in flight then
+        may have written after the first pass; nothing of it served a purpose meanwhile); forget older ones."""
+        report = {"checked": 0, "messages_removed": 0}
+        policies = self._state.policies
+        for tenant in policies.tenants_withdrawing():
+            for user_id, at in policies.withdrawing(tenant, limit, batch_size):
+                if at < since:
+                    if not dry_run:
+                        policies.withdrawal_checked(tenant, user_id)
+                    continue
+                report["checked"] += 1
+                if not dry_run:
+                    withdrawn = policies.get(tenant, user_id).withdrawn_purposes
+                    receipt = self.forget_unserved(tenant, user_id, "privacy-sweeper", withdrawn)
+                    report["messages_removed"] += len(receipt.messages)
         return report
 
     def access_denied(self, tenant: str, resource: str, resource_id: str, owner_tenant: str) -> None:

@@ -48,16 +48,18 @@ class ReadAudit:
 
     # --- recording ----------------------------------------------------------------------------------
     def recalled(self, reader: Reader, user_id: str, session_id: str | None, working: Sequence[Any],
-                 events: Sequence[Any], facts: Sequence[Any]) -> None:
-        """A recall's answer: the working-memory messages, events (with score parts) and facts it returned."""
-        self._submit(reader, user_id, "read.recall", session_id=session_id, shown={
+                 events: Sequence[Any], facts: Sequence[Any], purpose: str | None = None) -> None:
+        """A recall's answer: the working-memory messages, events (with score parts) and facts it returned, and
+        the purpose it named."""
+        self._submit(reader, user_id, "read.recall", session_id=session_id, purpose=purpose, shown={
             "messages": [m.message_id for m in working],
             "events": [{"id": e.event_id, "tier": e.tier, "message_ids": list(e.message_ids), "score": e.score,
                         "why": dict(e.why)} for e in events],
             "beliefs": [{"id": f.rel_id, "why": f.why} for f in facts]})
 
-    def profiled(self, reader: Reader, user_id: str, beliefs: Sequence[Any], reviews: Sequence[Any]) -> None:
-        self._submit(reader, user_id, "read.profile", shown={
+    def profiled(self, reader: Reader, user_id: str, beliefs: Sequence[Any], reviews: Sequence[Any],
+                 purpose: str | None = None) -> None:
+        self._submit(reader, user_id, "read.profile", purpose=purpose, shown={
             "beliefs": [{"id": b.rel_id, "why": "profile"} for b in beliefs],
             "reviews": [r.review_id for r in reviews]})
 

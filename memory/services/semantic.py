@@ -21,13 +21,16 @@ The graph store does the atomic arithmetic; this service decides what a piece of
   re-scored from what remains (its evidence replayed in order without the message's claims and
   counter-evidence, the ratio applied to today's decayed confidence: ``rescore``, shown in its history);
 - confidence decays at read time, ``stored × 0.5^(age/half-life)`` by relation category; the nightly
-  ``decay`` materialises it and retires beliefs that fell under ``retire_below``.
+  ``decay`` materialises it and retires beliefs that fell under ``retire_below``;
+- a belief serves the purposes its supporting claims were collected under (``memory.purposes``; a human's
+  claim under the grants in force when it was made): a read for a purpose sees only the beliefs that serve
+  it, and one that serves none once a purpose was withdrawn retires (``retire_unserved``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -49,6 +52,7 @@ from memory.graph import (
     clamp,
 )
 from memory.models import Fact, FactSource, Relation
+from memory.purposes import Grants
 from memory.services.trail import AuditTrail
 from memory.settings import Settings
 from memory.state.reviews import Claim, Review, Reviews
@@ -75,6 +79,8 @@ class Belief(BaseModel):
     message_ids: list[str]
     event_ids: list[str]
     devices: list[str]
+    purposes: list[str] = Field(description="The purposes it serves: those its supporting claims were collected "
+                                            "under, while their grants stand.")
     why: str = Field(description="How the current value came to be, step by step.")
 
 
@@ -89,11 +95,13 @@ class DecayReport(BaseModel):
 class SemanticMemory:
     name = "graph_relations"
 
-    def __init__(self, store: GraphStore, reviews: Reviews, trail: AuditTrail, settings: Settings) -> None:
+    def __init__(self, store: GraphStore, reviews: Reviews, trail: AuditTrail, settings: Settings,
+                 consent: Callable[[str, str], Grants]) -> None:
         self.store = store
         self.reviews = reviews
         self._trail = trail
         self._settings = settings
+        self._consent = consent  # (tenant, user id) → the user's grants now
 
     # --- evidence from the pipeline ----------------------------------------------------------
     def apply(self, facts: Sequence[Fact]) -> list[Change]:
@@ -108,7 +116,7 @@ class SemanticMemory:
         rel_id = ids.relation_id(fact.tenant, fact.user_id, fact.relation.value, key.concept_id)
         evidence = Evidence(evidence_id=fact.evidence_id, source=fact.source, confidence=fact.confidence,
                             message_ids=fact.message_ids, device_id=fact.device_id, session_id=fact.session_id,
-                            ts=fact.ts)
+                            ts=fact.ts, purposes=fact.purposes)
         rows = self.store.evidence([rel_id])
         if any(row.evidence_id == fact.evidence_id for row in rows):
             # a redelivery: the merge is recorded, and so are the counter-evidence and reviews it caused
@@ -202,7 +210,8 @@ class SemanticMemory:
             if spec(relation).single_valued else []
         note = f"set by {operator_id}" + (f"; replaced {', '.join(r.object for r in replaced)}" if replaced else "")
         evidence = Evidence(evidence_id=f"human:{operator_id}:{time.time_ns()}", source=FactSource.human,
-                            confidence=confidence, ts=time.time(), note=note)
+                            confidence=confidence, ts=time.time(), note=note,
+                            purposes=self._consent(tenant, user_id).collected())
         for rel in replaced:
             self.store.set_status(rel.rel_id, Status.superseded, evidence.model_copy(
                 update={"note": f"replaced by {obj}, set by {operator_id}"}))
@@ -250,7 +259,8 @@ class SemanticMemory:
             raise NotFound(f"user {user_id!r} has no active belief {rel_id!r}")
         evidence = Evidence(evidence_id=evidence_id, source=FactSource.human if useful else FactSource.counter_evidence,
                             confidence=belief.confidence, ts=time.time(),
-                            note="feedback: " + ("useful" if useful else "not useful"))
+                            note="feedback: " + ("useful" if useful else "not useful"),
+                            purposes=self._consent(tenant, user_id).collected())
         change: Change | None
         if useful:
             key = RelationKey(tenant=tenant, user_id=user_id, relation=belief.relation,
@@ -321,28 +331,57 @@ class SemanticMemory:
         return Evidence(evidence_id=RETRACTED + "+".join(message_ids), source=FactSource.counter_evidence,
                         confidence=0.0, message_ids=message_ids, ts=time.time(), note=note)
 
+    # --- a purpose withdrawn -------------------------------------------------------------------
+    def messages_unserved(self, tenant: str, user_id: str, consent: Grants) -> set[str]:
+        """The messages whose claims serve none of the purposes ``consent`` grants: no longer evidence."""
+        relations = self.store.relations(tenant, user_id, statuses=list(Status))
+        rows: dict[str, list[EvidenceRow]] = {}
+        for row in self.store.evidence([r.rel_id for r in relations]):
+            rows.setdefault(row.rel_id, []).append(row)
+        return {m for evidence in rows.values() for claim in _supporting(evidence)
+                if not consent.serves(claim.purposes) for m in claim.message_ids}
+
+    def retire_unserved(self, tenant: str, user_id: str, consent: Grants, why: str) -> list[Change]:
+        """Retire each belief (active or in review) whose supporting claims serve none of the purposes
+        ``consent`` grants — after the messages were retracted (``retract``), what is left is a human's claim
+        made under a grant withdrawn since. Idempotent."""
+        relations = self.store.relations(tenant, user_id, statuses=[Status.active, Status.in_review])
+        rows: dict[str, list[EvidenceRow]] = {}
+        for row in self.store.evidence([r.rel_id for r in relations]):
+            rows.setdefault(row.rel_id, []).append(row)
+        changes = [self.store.set_status(rel.rel_id, Status.retired, Evidence(
+            evidence_id=f"unserved:{'+'.join(consent.collected()) or 'none'}", source=FactSource.counter_evidence,
+            confidence=0.0, ts=time.time(), note=f"{why}: it serves no purpose the user granted"))
+            for rel in relations if not consent.serves(_recorded(rows.get(rel.rel_id, [])))]
+        return [c for c in changes if c is not None]
+
     # --- reading -----------------------------------------------------------------------------
     def profile(self, tenant: str, user_id: str, include_inactive: bool = False,
-                now: float | None = None) -> list[Belief]:
+                now: float | None = None, purpose: str | None = None) -> list[Belief]:
+        """The user's beliefs that serve ``purpose`` (None: any purpose granted), most confident first; with
+        ``include_inactive``, every belief of every status, whatever it serves (the user's own view of it)."""
         now = time.time() if now is None else now
         statuses = list(Status) if include_inactive else [Status.active]
         relations = self.store.relations(tenant, user_id, statuses=statuses)
         evidence: dict[str, list[EvidenceRow]] = {}
         for row in self.store.evidence([r.rel_id for r in relations]):
             evidence.setdefault(row.rel_id, []).append(row)
-        beliefs = [self._belief(r, evidence.get(r.rel_id, []), now) for r in relations]
+        consent = self._consent(tenant, user_id)
+        shown = [(r, evidence.get(r.rel_id, [])) for r in relations]
+        if not include_inactive:
+            shown = [(r, rows) for r, rows in shown if consent.serves(_recorded(rows), purpose)]
+        beliefs = [self._belief(r, rows, now, consent) for r, rows in shown]
         return sorted(beliefs, key=lambda b: (b.status is Status.active, b.confidence), reverse=True)
 
-    def _belief(self, rel: StoredRelation, rows: list[EvidenceRow], now: float) -> Belief:
+    def _belief(self, rel: StoredRelation, rows: list[EvidenceRow], now: float, consent: Grants) -> Belief:
         half_life = half_life_days(rel.relation, self._settings)
         age_days = (now - rel.base_ts) / 86400
         effective = decayed(rel.confidence, age_days, half_life) if rel.status is Status.active else 0.0
         steps = [_step(row) for row in rows]
         if rel.status is Status.active and age_days >= 0.01:
             steps.append(f"decayed {age_days:.1f} d at a half-life of {half_life:g} d → {effective:.2f}")
-        taken_back = {m for r in rows if r.evidence_id.startswith(RETRACTED) for m in r.message_ids}
-        supporting = [r for r in rows
-                      if r.source in CLAIMS and not (r.message_ids and set(r.message_ids) <= taken_back)]
+        taken_back = _taken_back(rows)
+        supporting = _supporting(rows)
         return Belief(
             rel_id=rel.rel_id, subject=rel.user_id, relation=rel.relation, category=spec(rel.relation).category,
             object=rel.object, concept_id=rel.concept_id, confidence=round(effective, 4),
@@ -351,7 +390,7 @@ class SemanticMemory:
             message_ids=list(dict.fromkeys(m for r in supporting for m in r.message_ids if m not in taken_back)),
             event_ids=list(dict.fromkeys(r.evidence_id for r in supporting if r.source is not FactSource.human)),
             devices=sorted({r.device_id for r in supporting if r.device_id}),
-            why="; ".join(steps),
+            purposes=consent.purposes_of(_recorded(rows)), why="; ".join(steps),
         )
 
     # --- user data (``memory.userdata``) ---------------------------------------------------------
@@ -417,6 +456,21 @@ def _devices_of(rows: list[EvidenceRow]) -> dict[str, set[str]]:
         if row.device_id and row.source in (FactSource.rule, FactSource.llm, FactSource.human):
             out.setdefault(row.rel_id, set()).add(row.device_id)
     return out
+
+
+def _taken_back(rows: Sequence[EvidenceRow]) -> set[str]:
+    return {m for r in rows if r.evidence_id.startswith(RETRACTED) for m in r.message_ids}
+
+
+def _supporting(rows: Sequence[EvidenceRow]) -> list[EvidenceRow]:
+    """A belief's claims (rule, LLM, human) whose messages were not all taken back."""
+    taken_back = _taken_back(rows)
+    return [r for r in rows if r.source in CLAIMS and not (r.message_ids and set(r.message_ids) <= taken_back)]
+
+
+def _recorded(rows: Sequence[EvidenceRow]) -> set[str]:
+    """The grants a belief's supporting claims were collected under (``memory.purposes``)."""
+    return {p for r in _supporting(rows) for p in r.purposes}
 
 
 def _replayed(rows: Sequence[EvidenceRow], gone: set[str]) -> float | None:

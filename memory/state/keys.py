@@ -30,8 +30,9 @@ user's sessions, a tenant's counters, every pending job — is read shard by sha
 | mneme:review:<tenant>:<review_id>     | hash | a contradiction waiting for a human     | none; 90 days once resolved |
 | mneme:reviews:<tenant>:<user>         | zset | the user's review ids by time           | none (4)       |
 | mneme:devices:<tenant>                | hash | device id → the account it is bound to  | none (4)       |
-| mneme:user:<tenant>:<user>            | hash | consent, child mode                     | none (4)       |
+| mneme:user:<tenant>:<user>            | hash | consent (per purpose), child mode       | none (4)       |
 | mneme:erasing:{<tenant>}              | zset | users being erased → erased_at          | none (5)       |
+| mneme:withdrawing:{<tenant>}          | zset | users who withdrew a purpose → when     | none (12)      |
 | mneme:tombstones:{<tenant>}           | zset | hashed erased user → erased_at          | none (5)       |
 | mneme:feedback:<tenant>               | hash | feedback counters (useful / not useful) | none (2)       |
 | mneme:feedback_pairs:<tenant>:<user>  | list | sealed useful (query, event) pairs      | none (4); newest 1,000 |
@@ -66,6 +67,8 @@ user's sessions, a tenant's counters, every pending job — is read shard by sha
     redrive task re-sends one older than ``redrive_after_s``.
 (11) a job id leaves when it is let into the pipeline (wait) or ends (flight); ids only, no user data
     (``memory.state.fairness``); a tenant leaves the set once nothing of it waits.
+(12) the privacy sweep removes again what serves no purpose left (work that raced the withdrawal) and drops a
+    user once the withdrawal is older than the erasure SLA; erasure drops the user at once.
 
 The Celery broker's keys (kombu's queues, ``unacked``) are not Mneme's: on a cluster the broker is a Redis of
 its own (``MNEME_BROKER_URL``), since kombu speaks to one server.
@@ -166,6 +169,10 @@ def erasing(tenant: str) -> str:
     return f"{PREFIX}:erasing:{{{tenant}}}"  # tagged like tombstones: an erasure writes both in one step
 
 
+def withdrawing(tenant: str) -> str:
+    return f"{PREFIX}:withdrawing:{{{tenant}}}"
+
+
 def tombstones(tenant: str) -> str:
     return f"{PREFIX}:tombstones:{{{tenant}}}"
 
@@ -218,7 +225,7 @@ def rate_window(key_id: str, minute: int) -> str:
 ERASED_BY = {
     "session": "sessions", "user_sessions": "sessions", "job": "sessions", "done_jobs": "sessions",
     "pending": "sessions", "retracting": "sessions",
-    "failed_session": "sessions", "user": "policy", "review": "reviews", "reviews": "reviews",
+    "failed_session": "sessions", "user": "policy", "withdrawing": "policy", "review": "reviews", "reviews": "reviews",
     "devices": "devices", "DEAD_LETTERS": "dead_letters", "DEAD_LETTERS_BY_ID": "dead_letters",
     "feedback_pairs": "feedback_pairs", "user_keys": "keys",
 }

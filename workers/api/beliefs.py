@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from memory.errors import Conflict, NotFound
-from workers.api.deps import Caller, Memory, OperatorId, PathId, Tenant, resource_router
+from memory.purposes import checked
+from workers.api.deps import Caller, Memory, OperatorId, PathId, QueryPurpose, Tenant, resource_router
 from workers.api.requests import BeliefIn, ResolveIn
 from workers.api.wire import out, out_all
 from workers.schemas import Belief, Profile, Review
@@ -14,12 +15,16 @@ router = resource_router()
 
 
 @router.get("/v1/users/{user_id}/profile", response_model=Profile, tags=["semantic memory"])
-def profile(caller: Caller, mneme: Memory, user_id: PathId, include_inactive: bool = False) -> Profile:
-    """What the agent believes about the user: effective (decayed) confidence, source, and why. Recorded as
-    read by the caller."""
-    beliefs = mneme.semantic.profile(caller.tenant, user_id, include_inactive)
+def profile(caller: Caller, mneme: Memory, user_id: PathId, include_inactive: bool = False,
+            purpose: QueryPurpose = None) -> Profile:
+    """What the agent believes about the user: effective (decayed) confidence, source, the purposes each belief
+    serves, and why. With ``purpose``, only the beliefs that serve it (none if the user has not granted it);
+    ``include_inactive`` shows every belief of every status, whatever it serves. Recorded as read by the caller."""
+    if purpose is not None:
+        checked([purpose], mneme.settings.purposes)
+    beliefs = mneme.semantic.profile(caller.tenant, user_id, include_inactive, purpose=purpose)
     reviews = mneme.semantic.reviews.list_open(caller.tenant, user_id)
-    mneme.reads.profiled(caller, user_id, beliefs, reviews)
+    mneme.reads.profiled(caller, user_id, beliefs, reviews, purpose=purpose)
     return Profile(user_id=user_id, beliefs=out_all(Belief, beliefs), open_reviews=out_all(Review, reviews))
 
 

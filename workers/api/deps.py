@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from memory.errors import InvalidInput
 from memory.mneme import Mneme
 from memory.models import ID_PATTERN, ID_RULE
+from memory.purposes import NAME
 from memory.services.reads import Reader
 from workers.api.sends import Extractions, Sends
 from workers.api.strict_json import StrictJsonRoute
@@ -76,6 +77,9 @@ async def reader_of(request: Request, tenant: Tenant) -> Reader:
 Caller = Annotated[Reader, Depends(reader_of)]
 PathId = Annotated[str, Path(pattern=ID_PATTERN, description=ID_RULE)]
 OperatorId = Annotated[str, Query(pattern=ID_PATTERN, description="Who is acting (the user, a teacher, an agent).")]
+PathPurpose = Annotated[str, Path(pattern=NAME.pattern, description="A purpose of this deployment (GET /v1/purposes).")]
+QueryPurpose = Annotated[str | None, Query(pattern=NAME.pattern, description="The purpose the read serves: only "
+                                           "what was collected under a grant of it. Omitted: any purpose granted.")]
 
 
 def resource_router() -> APIRouter:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from memory.purposes import checked
 from memory.recall import recall
 from workers.api.deps import Caller, Memory, resource_router
 from workers.api.requests import RecallIn
@@ -13,9 +14,14 @@ router = resource_router()
 
 @router.post("/v1/recall", response_model=RecallResult, tags=["read"])
 def post_recall(caller: Caller, mneme: Memory, body: RecallIn) -> RecallResult:
-    """Working memory + episodic events + graph facts for a query, each with its provenance. What it
-    returns is recorded as read by the caller (``GET /v1/users/{user_id}/reads``)."""
+    """Working memory + episodic events + graph facts for a query, each with its provenance. Naming a
+    ``purpose`` returns only what was collected under a grant of it (nothing from long-term memory if the user
+    has not granted it: ``degraded``). What it returns is recorded as read by the caller, with the purpose
+    (``GET /v1/users/{user_id}/reads``)."""
+    if body.purpose is not None:
+        checked([body.purpose], mneme.settings.purposes)
     result = recall(mneme, caller.tenant, body.user_id, body.query, body.k, body.session_id, body.event_types,
-                    body.include_text)
-    mneme.reads.recalled(caller, body.user_id, body.session_id, result.working, result.events, result.facts)
+                    body.include_text, purpose=body.purpose)
+    mneme.reads.recalled(caller, body.user_id, body.session_id, result.working, result.events, result.facts,
+                         purpose=body.purpose)
     return out(RecallResult, result)

@@ -15,6 +15,7 @@ from pydantic import AfterValidator, BaseModel, Field, model_validator
 
 from memory import models
 from memory.models import BeliefObject, ClientTs, Id
+from memory.purposes import NAME
 from workers import schemas
 
 if TYPE_CHECKING:  # what a handler holds once the body is read: the library's enum, an epoch float
@@ -29,6 +30,11 @@ else:
     EventType = Annotated[schemas.EventType, AfterValidator(models.EventType)]
     Relation = Annotated[schemas.Relation, AfterValidator(models.Relation)]
     Seconds = ClientTs
+
+
+#: A purpose's name; which purposes exist is the deployment's (``MNEME_PURPOSES``), checked by the handler.
+Purpose = Annotated[str, Field(pattern=NAME.pattern, examples=["tutoring"],
+                               description="A purpose of this deployment (GET /v1/purposes).")]
 
 
 class MessageIn(BaseModel):
@@ -58,6 +64,9 @@ class RollbackIn(BaseModel):
 class RecallIn(BaseModel):
     user_id: Id
     session_id: Id | None = None
+    purpose: Purpose | None = Field(None, description="The purpose this recall serves: only memories collected "
+                                                      "under a grant of it are returned. Omitted: any purpose the "
+                                                      "user granted.")
     query: str = Field(min_length=1, max_length=10_000, description="A question, or a few turns of dialogue "
                                                                      "(`user: …` lines): the latest user turn leads.")
     k: int = Field(5, ge=1, le=50)
@@ -78,7 +87,12 @@ class ResolveIn(BaseModel):
 
 
 class ConsentIn(BaseModel):
-    long_term: bool = Field(description="true: keep episodic and semantic memory; false: working memory only.")
+    long_term: bool = Field(description="true: keep episodic and semantic memory; false: a pause — working memory "
+                                        "only, long-term memory kept but not recalled.")
+    purposes: list[Purpose] | None = Field(
+        None, description="The purposes granted (GET /v1/purposes). Omitted: every purpose with long_term true, the "
+                          "purposes as they are with false. A purpose granted before and not named now is withdrawn: "
+                          "what then serves no purpose is removed (the answer's withdrawal lists it).")
     operator_id: Id = "user"
 
 

@@ -1,4 +1,5 @@
-"""Privacy: consent to long-term memory, child mode, erasure, and deleting events of one type. Audited."""
+"""Privacy: consent to long-term memory per purpose, child mode, erasure, and deleting events of one type.
+Audited."""
 
 from __future__ import annotations
 
@@ -7,13 +8,20 @@ from typing import Any
 
 from fastapi import Query
 
-from workers.api.deps import Caller, Memory, OperatorId, PathId, Tenant, resource_router
+from memory.purposes import checked
+from workers.api.deps import Caller, Memory, OperatorId, PathId, PathPurpose, Tenant, resource_router
 from workers.api.requests import ChildIn, ConsentIn, EventType
 from workers.api.wire import out
-from workers.schemas import DeletionReceipt, Policy, Read, Reads, Receipt
+from workers.schemas import ConsentChange, DeletionReceipt, Policy, Purposes, Read, Reads, Receipt
 
 log = logging.getLogger("mneme.api")
 router = resource_router()
+
+
+@router.get("/v1/purposes", response_model=Purposes, tags=["privacy"])
+def purposes(mneme: Memory) -> Purposes:
+    """The purposes a user consents to one by one (``MNEME_PURPOSES``)."""
+    return Purposes(purposes=mneme.settings.purposes)
 
 
 @router.get("/v1/users/{user_id}/consent", response_model=Policy, tags=["privacy"])
@@ -21,11 +29,47 @@ def get_consent(tenant: Tenant, mneme: Memory, user_id: PathId) -> Policy:
     return out(Policy, mneme.state.policies.get(tenant, user_id))
 
 
-@router.put("/v1/users/{user_id}/consent", response_model=Policy, tags=["privacy"])
-def put_consent(tenant: Tenant, mneme: Memory, user_id: PathId, body: ConsentIn) -> Policy:
-    """Opt in to (or out of) long-term memory. Until the user opts in only working memory is kept;
-    opting out stops new long-term writes and hides long-term memory from recall. Audited."""
-    return out(Policy, mneme.privacy.set_consent(tenant, user_id, body.long_term, body.operator_id))
+@router.put("/v1/users/{user_id}/consent", response_model=ConsentChange, tags=["privacy"])
+def put_consent(tenant: Tenant, mneme: Memory, user_id: PathId, body: ConsentIn) -> ConsentChange:
+    """Opt in to (or out of) long-term memory, and say which purposes it may serve. Until the user opts in
+    only working memory is kept; opting out is a pause: no new long-term writes, long-term memory hidden from
+    recall, kept. A purpose granted before and left out now is withdrawn: nothing collected under it serves it
+    again, and what then serves no purpose is removed at once (``withdrawal``, as DELETE
+    .../consent/{purpose}). Audited."""
+    if body.purposes is not None:
+        op, named = "set", checked(body.purposes, mneme.settings.purposes)
+    else:  # every purpose, or (a pause) the purposes as they are
+        op, named = ("set", mneme.settings.purposes) if body.long_term else ("grant", [])
+    policy, withdrawal = mneme.privacy.set_consent(tenant, user_id, body.operator_id, long_term=body.long_term,
+                                                   op=op, purposes=named)
+    return ConsentChange(**out(Policy, policy).model_dump(),
+                         withdrawal=None if withdrawal is None else out(DeletionReceipt, withdrawal))
+
+
+@router.put("/v1/users/{user_id}/consent/{purpose}", response_model=Policy, tags=["privacy"])
+def grant_purpose(tenant: Tenant, mneme: Memory, user_id: PathId, purpose: PathPurpose,
+                  operator_id: OperatorId = "user") -> Policy:
+    """Grant one purpose (and long-term memory with it). A purpose granted again after a withdrawal is a new
+    grant: what was collected before the withdrawal does not serve it. Audited."""
+    policy, _ = mneme.privacy.set_consent(tenant, user_id, operator_id, long_term=True, op="grant",
+                                          purposes=checked([purpose], mneme.settings.purposes))
+    return out(Policy, policy)
+
+
+@router.delete("/v1/users/{user_id}/consent/{purpose}", response_model=DeletionReceipt, tags=["privacy"])
+def withdraw_purpose(tenant: Tenant, mneme: Memory, user_id: PathId, purpose: PathPurpose,
+                     operator_id: OperatorId = "user") -> DeletionReceipt:
+    """Withdraw one purpose: nothing collected under it serves it again, and what then serves no purpose the
+    user still grants is removed at once, following provenance — the messages only it covered stop being
+    memory (their events, of every tier, go; a belief only they supported is removed, one others support is
+    re-scored), beliefs only a human's claim under it held retire, archived events of no purpose leave cold
+    storage. Memories also collected under another purpose stay, serving only that. The receipt lists what
+    went (empty if the purpose was not granted). Audited; a sweep repeats it within the erasure SLA."""
+    named = checked([purpose], mneme.settings.purposes)
+    _, withdrawal = mneme.privacy.set_consent(tenant, user_id, operator_id, op="withdraw", purposes=named)
+    return out(DeletionReceipt, withdrawal or DeletionReceipt(purposes=[], deleted_events=0, messages=[],
+                                                              beliefs_removed=[], beliefs_rescored=[],
+                                                              beliefs_restored=[]))
 
 
 @router.put("/v1/users/{user_id}/child", response_model=Policy, tags=["privacy"])
