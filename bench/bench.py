@@ -783,26 +783,38 @@ def _build_users(mneme: Mneme, users: range, per_user: int, templates: list[dict
 
 def _measure_recall(mneme: Mneme, users: int, n: int, qs: list[str], seed: int) -> dict:
     """``memory.recall.search_events`` (query parsing and embedding, type inference, per-user BM25 over keyed
-    tokens, exact vector search over both tiers, fusion, decryption of the hits) for random users; beside it,
-    for other random users, the raw baseline: the same SQLite read of all the user's vectors and a numpy
-    top-5, with a ready query vector."""
+    tokens, exact vector search over both tiers restricted to the grants the user's purposes stand under, as
+    every recall is, fusion, decryption of the hits) for random users; beside it, for other random users, the
+    raw baseline: the same SQLite read of all the user's vectors and a numpy top-5, with a ready query vector.
+    Every other query runs without the purpose filter too, to show what the filter costs."""
+    from memory.purposes import Grants
     from memory.query import parse
     from memory.recall import Search, infer_types, query_vector, search_events
     from memory.sqlite import SQLiteFile
+
+    consent = Grants(dict.fromkeys(mneme.settings.purposes, 1))  # every purpose granted once, as for most users
 
     rng = random.Random(seed)
     picks = [(f"u{rng.randrange(users):05d}", f"u{rng.randrange(users):05d}", qs[i % len(qs)])
              for i in range(n + 20)]
     vectors = {q: mneme.embed_query(q) for q in set(qs)}
     db: SQLiteFile = mneme.episodic.store._db  # noqa: SLF001 - the raw baseline reads the same file
-    ours, raw, hits = [], [], []
+    ours, unfiltered, raw, hits = [], [], [], []
     for i, (user, other, query) in enumerate(picks):
         t = time.perf_counter()
         now = time.time()
         cue = parse(query, now)
         found = search_events(mneme, TENANT, user, Search(cue=cue, vector=query_vector(mneme, cue), k=5, now=now,
-                                                          inferred=infer_types(cue.main)))
+                                                          inferred=infer_types(cue.main), consent=consent,
+                                                          serving=tuple(consent.serving())))
         took = time.perf_counter() - t
+        if i % 2:
+            t = time.perf_counter()
+            cue = parse(query, now)
+            search_events(mneme, TENANT, other, Search(cue=cue, vector=query_vector(mneme, cue), k=5, now=now,
+                                                       inferred=infer_types(cue.main)))
+            if i >= 20:
+                unfiltered.append(time.perf_counter() - t)
         vector = vectors[query]
         t = time.perf_counter()
         rows = db.run(lambda c, u=other: c.execute(
@@ -821,6 +833,7 @@ def _measure_recall(mneme: Mneme, users: int, n: int, qs: list[str], seed: int) 
         mneme.embedder.embed([q])
     embed_ms = (time.perf_counter() - t) / 50 * 1000
     return {"users": users, "queries": n, "p50_ms": pct(ours, 0.5), "p95_ms": pct(ours, 0.95),
+            "no_purpose_filter_p50_ms": pct(unfiltered, 0.5), "no_purpose_filter_p95_ms": pct(unfiltered, 0.95),
             "raw_vector_topk_p50_ms": pct(raw, 0.5), "raw_vector_topk_p95_ms": pct(raw, 0.95),
             "query_embedding_ms": embed_ms, "mean_hits": statistics.mean(hits)}
 

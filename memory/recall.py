@@ -161,7 +161,8 @@ def recall(mneme: Mneme, tenant: str, user_id: str, query: str, k: int = 5, sess
         # model still loading after a start delays the answer instead of emptying it
         search = Search(cue=cue, vector=query_vector(mneme, cue), k=k, types=event_types, inferred=inferred,
                         include_text=include_text, now=now, skip=_just_posted(working),
-                        repeated=sha256(clean(query)), consent=policy.consent, purpose=purpose)
+                        repeated=sha256(clean(query)), serving=tuple(policy.consent.serving(purpose)),
+                        consent=policy.consent)
         answers = _within_deadline(mneme.settings.recall_layer_timeout_s, degraded, {
             "episodic": lambda: search_events(mneme, tenant, user_id, search),
             "graph": lambda: _facts(mneme, tenant, user_id, query, purpose),
@@ -209,8 +210,8 @@ class Search:
     include_text: bool = False
     skip: frozenset[str] = frozenset()  # the session's message being answered now
     repeated: str = ""  # the hash of the query's text: the message that posted it is not the past
-    consent: Grants = Grants()  # the user's: only what serves ``purpose`` under it is searched
-    purpose: str | None = None  # None: any purpose granted
+    serving: tuple[str, ...] | None = None  # only rows recorded under one of these grants (None: every row)
+    consent: Grants = Grants()  # the user's: names the purposes each hit serves
 
 
 class _Candidate:
@@ -231,7 +232,7 @@ def search_events(mneme: Mneme, tenant: str, user_id: str, search: Search) -> li
     s = mneme.settings
     depth = max(s.recall_depth, search.k * 4)
     found = mneme.episodic.search(tenant, user_id, search.cue.main, search.cue.context, search.vector,
-                                  search.types, depth, purposes=search.consent.serving(search.purpose))
+                                  search.types, depth, purposes=search.serving)
     keyword, sims = found.keyword, found.similarity
     query_lang = language(search.cue.main)
     candidates: dict[str, _Candidate] = {}

@@ -85,13 +85,14 @@ async def test_lists_five_tools_with_schemas(stack, tmp_path):
     assert set(tools["remember"].input_schema["properties"]) == {
         "user_id", "session_id", "content", "role", "message_id", "device_id"}
     assert tools["remember"].input_schema["properties"]["role"]["enum"] == ["user", "assistant"]
-    assert set(tools["recall"].input_schema["properties"]) == {"user_id", "query", "session_id", "k"}
+    assert set(tools["recall"].input_schema["properties"]) == {"user_id", "query", "session_id", "k", "purpose"}
     assert tools["forget"].input_schema["properties"]["confirm"] == {
         "type": "boolean", "default": False, "title": "Confirm",
         "description": tools["forget"].input_schema["properties"]["confirm"]["description"]}
     assert tools["forget"].annotations.destructive_hint and tools["recall"].annotations.read_only_hint
-    assert set(tools["consent"].input_schema["properties"]) == {"user_id", "long_term"}
-    assert not tools["consent"].annotations.destructive_hint and not tools["consent"].annotations.read_only_hint
+    assert set(tools["consent"].input_schema["properties"]) == {"user_id", "long_term", "purposes"}
+    # leaving out a purpose granted before withdraws it, which deletes what only it covered
+    assert tools["consent"].annotations.destructive_hint and not tools["consent"].annotations.read_only_hint
 
 
 async def test_remember_recall_profile_forget(stack, uid, tmp_path):

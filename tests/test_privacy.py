@@ -236,9 +236,9 @@ def test_deleting_a_type_re_scores_the_beliefs_its_messages_stood_for_and_says_s
     assert likes.stored_confidence == pytest.approx(0.3 * 0.35 + 0.7 * 0.7)  # m2's counter-evidence halved m1's
     r = httpx.delete(f"{pstack.api_url}/v1/users/{user}/events", params={"event_type": "dislike"})
     assert r.status_code == 200
-    assert r.json() == {"event_type": "dislike", "session_id": None, "deleted_events": 1, "messages": ["m1"],
-                        "beliefs_removed": [dislikes.rel_id], "beliefs_rescored": [likes.rel_id],
-                        "beliefs_restored": []}
+    assert r.json() == {"event_type": "dislike", "session_id": None, "purposes": [], "deleted_events": 1,
+                        "archived_events": 0, "messages": ["m1"], "beliefs_removed": [dislikes.rel_id],
+                        "beliefs_rescored": [likes.rel_id], "beliefs_restored": []}
     after = {(b.relation, b.object): b for b in api.profile(user).beliefs}
     assert ("dislikes", "chemistry") not in after  # only the deleted message said it
     assert after[("likes", "chemistry")].confidence == pytest.approx(0.7, abs=0.01)  # as if m2 was never said

@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from memory.episodic import ALL_STATUSES
+from memory.models import Fact, Relation
 from tests.polling import wait_until
 from workers.client import MnemeAPIError
 
@@ -139,3 +140,21 @@ def test_reads_record_their_purpose_and_the_export_what_each_memory_was_collecte
     assert reads[0].purpose == "support"
     events = client.export(user)["episodic_events"]
     assert events and all(e["collected_under"] == ["support#1", "tutoring#1"] for e in events)
+
+
+def test_the_sweep_removes_what_a_write_racing_the_withdrawal_left_and_it_serves_nothing_meanwhile(
+        client, uid, runtime):
+    user = f"u{uid}"
+    client.consent(user, purposes=["support", "tutoring"])
+    said(client, uid, "I can't stand waiting on hold")
+    client.withdraw(user, "tutoring")
+    # a graph write that read the grants before the withdrawal and wrote after it
+    runtime.semantic.apply([Fact(tenant=TENANT, user_id=user, relation=Relation.likes, object="chess", confidence=0.8,
+                                 evidence_id=f"raced-{uid}", message_ids=["m9"], ts=time.time(),
+                                 purposes=["tutoring#1"])])
+    assert set(beliefs(client, uid)) == {("dislikes", "waiting on hold")}  # it serves no purpose: never shown
+    report = runtime.privacy.sweep()
+    assert report["withdrawals"]["checked"] >= 1 and report["withdrawals"]["messages_removed"] >= 1
+    left = runtime.semantic.profile(TENANT, user, include_inactive=True)
+    assert [b.status for b in left if b.object == "chess"] == ["retired"]
+    assert runtime.privacy.forget_unserved(TENANT, user, "sweep", ["tutoring"]).messages == []

@@ -280,7 +280,7 @@ def forget(
                           remaining=receipt["remaining"], complete=receipt["complete"])
 
 
-@mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
+@mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True),
           structured_output=True)
 def consent(
     user_id: UserId,
