@@ -74,8 +74,18 @@ BeliefObject = Annotated[str, AfterValidator(_cleaned_object)]
 
 
 class Role(StrEnum):
+    """Who wrote a message: the user, the assistant, the agent's instructions (system) or a tool's output (tool).
+    Only the user's and the assistant's words become long-term memory; system and tool messages stay in the
+    session's working memory."""
+
     user = "user"
     assistant = "assistant"
+    system = "system"
+    tool = "tool"
+
+
+#: Roles whose messages long-term memory is made of.
+REMEMBERED_ROLES = frozenset({Role.user, Role.assistant})
 
 
 class EventType(StrEnum):

@@ -28,7 +28,7 @@ from memory.episodic import AddReport
 from memory.errors import InvalidInput, NotFound
 from memory.extraction import extract
 from memory.mneme import Mneme
-from memory.models import Event, EventType, Extraction, Fact, Message, Relation
+from memory.models import REMEMBERED_ROLES, Event, EventType, Extraction, Fact, Message, Relation
 from memory.state.jobs import Declaration, JobInput, JobWork
 from memory.state.policy import CHILD_AGE, Policy
 
@@ -37,6 +37,7 @@ CONTEXT_MAX_CHARS = 300
 log = logging.getLogger("mneme.pipeline")
 RETRACTED_NOTE = "its message was taken back (撤回) by a rollback: nothing of it is kept in long-term memory"
 ERASED_NOTE = "the user was erased after this message arrived"
+CONTEXT_NOTE = "a system or tool message: context for the session, kept in working memory only, never taken as memory"
 ENDED_NOTES = {"dropped": ERASED_NOTE, "retracted": RETRACTED_NOTE}  # how a job ends before extraction, and why
 
 
@@ -88,6 +89,9 @@ def gate(mneme: Mneme, job_id: str, message: Message, ended: str | None, policy:
     if ended:
         mneme.state.jobs.finish(job_id, ended, ENDED_NOTES[ended])
         return Mode.drop, message
+    if message.role not in REMEMBERED_ROLES:
+        mneme.state.jobs.finish(job_id, "done", CONTEXT_NOTE)
+        return Mode.working_only, message
     if not policy.keeps_long_term:
         mneme.state.jobs.finish(job_id, "done", "long-term memory is off until the user consents: working memory only")
         return Mode.working_only, message

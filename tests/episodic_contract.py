@@ -388,6 +388,25 @@ class EpisodicContract:
         report = store.consolidate(T, ids("u"), cap=1, consolidate_threshold=0.8)
         assert not report.consolidated and len(report.evicted) == 1  # similar, but not the same purposes
 
+    # --- page: listing a user's memory -------------------------------------------------------
+
+    def test_page_lists_a_users_rows_newest_first_after_a_cursor_and_by_message(self, store, ids):
+        store.add([self.event(ids, name, ts=ts, message_ids=[f"m-{name}"], kind=kind)
+                   for name, ts, kind in [("a", 1.0, EventType.question), ("b", 3.0, EventType.preference),
+                                          ("c", 3.0, EventType.question), ("d", 2.0, EventType.question)]]
+                  + [self.event(ids, "theirs", user="other", ts=5.0)],
+                  rows(unit(1), unit(0, 1), unit(0, 0, 1), unit(0, 0, 0, 1), unit(1)), 0.999, 200)
+        user = ids("u")
+        every = store.page(T, user, limit=10)
+        assert ids.names(e.event_id for e in every) == sorted(["c", "b"], key=ids, reverse=True) + ["d", "a"]
+        first = store.page(T, user, limit=2)
+        rest = store.page(T, user, before=(first[-1].ts, first[-1].event_id), limit=10)
+        assert [e.event_id for e in first + rest] == [e.event_id for e in every]  # no row twice, none missed
+        assert ids.names(e.event_id for e in store.page(T, user, types={EventType.preference})) == ["b"]
+        assert ids.names(e.event_id for e in store.page(T, user, message_ids=["m-a", "m-d", "m-z"])) == ["d", "a"]
+        assert store.page(T, user, message_ids=["m-"]) == []  # an id is matched whole
+        assert store.page(T, user, message_ids=[]) == [] and store.page(T, ids("nobody")) == []
+
     # --- get, live_count, ping --------------------------------------------------------------
 
     def test_get_returns_what_exists_in_the_order_asked(self, store, ids):

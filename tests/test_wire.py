@@ -12,7 +12,7 @@ from enum import StrEnum
 import pytest
 
 from memory import feedback, graph, models, recall
-from memory.services import privacy, semantic
+from memory.services import episodic, privacy, semantic
 from memory.state import jobs, policy, reviews, working
 from workers import schemas
 from workers.api import ROUTERS
@@ -40,10 +40,12 @@ MODELS = {
     schemas.Policy: policy.Policy,
     schemas.Receipt: privacy.Receipt,
     schemas.DeletionReceipt: privacy.DeletionReceipt,
+    schemas.SessionSummary: working.SessionSummary,
+    schemas.ListedEvent: episodic.ListedEvent,
 }
 #: built by the API itself: no library class to match
 WIRE_ONLY = {schemas.FullMessage, schemas.MessageAccepted, schemas.Profile, schemas.Health, schemas.ErrorBody,
-             schemas.Read, schemas.Reads, schemas.ConsentChange, schemas.Purposes}
+             schemas.Read, schemas.Reads, schemas.ConsentChange, schemas.Purposes, schemas.Sessions, schemas.Events}
 
 
 def _defined_here(kind: type) -> set[type]:
@@ -87,7 +89,7 @@ def test_policy_reads_long_term_like_the_library():
 
 def test_every_route_answers_with_a_wire_model():
     declared = [(r.path, r.response_model) for router in ROUTERS for r in router.routes]
-    assert len(declared) == 25  # operations (23 paths)
+    assert len(declared) == 27  # operations (25 paths)
     for path, model in declared:
         if typing.get_origin(model) is dict:  # a plain JSON object ({"deleted": …})
             continue

@@ -13,6 +13,7 @@ import httpx
 from workers.schemas import (
     ConsentChange,
     DeletionReceipt,
+    Events,
     EventType,
     FullMessage,
     Health,
@@ -26,6 +27,7 @@ from workers.schemas import (
     Receipt,
     Role,
     RolledBack,
+    Sessions,
     SessionView,
 )
 
@@ -52,7 +54,7 @@ class MnemeClient:
         self._http.close()
 
     def _call(self, method: str, path: str, *, json: Mapping[str, object] | None = None,
-              params: Mapping[str, str | int | float | bool | None] | None = None) -> dict[str, Any]:
+              params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         given = {k: v for k, v in (params or {}).items() if v is not None}  # an absent query parameter, not ""
         response = self._http.request(method, path, json=json, params=given)
         if response.status_code >= 400:
@@ -135,6 +137,19 @@ class MnemeClient:
         """Who saw what about the user, newest first (``next_before`` pages on)."""
         return Reads.model_validate(self._call("GET", f"/v1/users/{user_id}/reads",
                                                params={"limit": limit, "before": before}))
+
+    def sessions(self, user_id: str, limit: int = 50, cursor: str | None = None) -> Sessions:
+        """The user's sessions in working memory, the most recently written first (``next_cursor`` pages on)."""
+        return Sessions.model_validate(self._call("GET", f"/v1/users/{user_id}/sessions",
+                                                  params={"limit": limit, "cursor": cursor}))
+
+    def events(self, user_id: str, limit: int = 50, cursor: str | None = None,
+               event_types: list[str] | None = None, tiers: list[str] | None = None,
+               message_ids: list[str] | None = None, include_text: bool = False) -> Events:
+        """The user's episodic events, newest first (``next_cursor`` pages on)."""
+        params: dict[str, Any] = {"limit": limit, "cursor": cursor, "event_type": event_types, "tier": tiers,
+                                  "message_id": message_ids, "include_text": include_text}
+        return Events.model_validate(self._call("GET", f"/v1/users/{user_id}/events", params=params))
 
     def job(self, job_id: str) -> JobStatus:
         return JobStatus.model_validate(self._call("GET", f"/v1/jobs/{job_id}"))

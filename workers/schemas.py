@@ -23,8 +23,14 @@ Id = Annotated[str, Field(pattern=ID_PATTERN, examples=["u_42"], description=ID_
 
 
 class Role(StrEnum):
+    """Who wrote a message: the user, the assistant, the agent's instructions (system) or a tool's output (tool).
+    Only the user's and the assistant's words become long-term memory; system and tool messages stay in the
+    session's working memory."""
+
     user = "user"
     assistant = "assistant"
+    system = "system"
+    tool = "tool"
 
 
 class EventType(StrEnum):  # what each one means: memory.models.EventType
@@ -333,10 +339,56 @@ class Purposes(Wire):
                                             "(MNEME_PURPOSES).")
 
 
+class SessionSummary(Wire):
+    """One of a user's sessions still in working memory, as a listing shows it."""
+
+    session_id: str
+    version: int = Field(description="The head version (rollback goes back from it).")
+    messages: int = Field(description="Messages in the window at head.")
+    first_ts: float | None = Field(description="client_ts of the window's oldest message.")
+    last_ts: float | None = Field(description="client_ts of its newest message.")
+
+
+class Sessions(Wire):
+    user_id: str
+    sessions: list[SessionSummary]
+    next_cursor: str | None = Field(None, description="Pass as cursor for the next page; none: this was the last.")
+
+
+class ListedEvent(Wire):
+    """One row of a user's episodic memory as a listing shows it (``GET /v1/users/{id}/events``)."""
+
+    event_id: str
+    event_type: EventType
+    role: Role
+    tier: str = Field(description="'event': in the live event layer (or merged into one of it); 'deep': let go "
+                                  "of by the cap, still searchable.")
+    status: str = Field(description="live, merged (into canonical_id) or evicted.")
+    canonical_id: str | None = None
+    session_id: str
+    ts: float
+    confidence: float
+    count: int
+    weight: float
+    noise: float
+    message_ids: list[str]
+    collected_under: list[str] = Field(description="The grants it was collected under (purpose#grant; * before "
+                                                   "purposes were recorded).")
+    summary: str | None = Field(description="None once the user's key is destroyed.")
+    keywords: list[str]
+    text: str | None = Field(None, description="The message's full text, when asked for.")
+
+
+class Events(Wire):
+    user_id: str
+    events: list[ListedEvent]
+    next_cursor: str | None = Field(None, description="Pass as cursor for the next page; none: this was the last.")
+
+
 class Read(Wire):
     id: str
     ts: float
-    action: str = Field(description="read.recall, read.profile or read.export.")
+    action: str = Field(description="read.recall, read.profile, read.list (sessions, events) or read.export.")
     operator_id: str = Field(description="Who read: the API key's id ('development' with auth off; 'cli').")
     agent: str | None = Field(None, description="The agent the caller named in X-Mneme-Agent.")
     source: str = Field(description="Through what: api or cli.")

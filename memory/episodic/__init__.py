@@ -151,6 +151,14 @@ class EpisodicStore(Protocol):
         """Events with their vectors (oldest first): for archiving, compaction, erasure and export."""
         ...
 
+    def page(self, tenant: str, user_id: str, *, types: Collection[EventType] | None = None,
+             statuses: Collection[str] = ALL_STATUSES, message_ids: Collection[str] | None = None,
+             before: tuple[float, str] | None = None, limit: int = 50) -> list[StoredEvent]:
+        """A page of the user's rows, newest first (by ``ts``, then event id, both descending), after the
+        cursor ``before`` (the (ts, event id) of the previous page's last row); only rows made from one of
+        ``message_ids`` when given. For listing a user's memory; no vectors."""
+        ...
+
     def delete(self, tenant: str, user_id: str, event_ids: Sequence[str]) -> int:
         """Remove events, and the merged rows they absorbed, for good; returns how many rows went."""
         ...

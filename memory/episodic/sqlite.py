@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from memory.episodic import (
+    ALL_STATUSES,
     EVICTED,
     LIVE,
     MERGED,
@@ -229,6 +230,30 @@ class SQLiteEpisodicStore:
                f"AND e.user_id = ? AND e.status IN ({marks}) {type_sql} ORDER BY e.ts, e.event_id LIMIT ?")
         rows = self._db.run(lambda c: c.execute(sql, (tenant, user_id, *statuses, *args, limit)).fetchall())
         return [(_event(r[:-1]), np.frombuffer(r[-1], dtype=np.float32).copy()) for r in rows]
+
+    def page(self, tenant: str, user_id: str, *, types: Collection[EventType] | None = None,
+             statuses: Collection[str] = ALL_STATUSES, message_ids: Collection[str] | None = None,
+             before: tuple[float, str] | None = None, limit: int = 50) -> list[StoredEvent]:
+        if not statuses or limit <= 0 or (message_ids is not None and not message_ids):
+            return []
+        status_sql, args = _status_filter(statuses)
+        type_sql, type_args = _type_filter(types)
+        where, values = [status_sql, type_sql], [*args, *type_args]
+        cursor: list[float | str] = []
+        if message_ids is not None:
+            wanted = sorted(set(message_ids))
+            where.append(f"AND ({' OR '.join('instr(e.message_ids, ?) > 0' for _ in wanted)})")
+            values += [json.dumps(m) for m in wanted]  # ids are JSON strings in the stored list
+        if before is not None:
+            where.append("AND (e.ts < ? OR (e.ts = ? AND e.event_id < ?))")
+            cursor = [before[0], before[0], before[1]]
+        sql = (f"SELECT {_qualified('e')} FROM events e WHERE e.tenant = ? AND e.user_id = ? {' '.join(where)} "
+               "ORDER BY e.ts DESC, e.event_id DESC LIMIT ?")
+        rows = self._db.run(lambda c: c.execute(sql, (tenant, user_id, *values, *cursor, limit)).fetchall())
+        events = [_event(r) for r in rows]
+        if message_ids is not None:  # instr also matches an id inside a longer one's JSON string: exact only
+            events = [e for e in events if set(e.message_ids) & set(message_ids)]
+        return events
 
     def delete(self, tenant: str, user_id: str, event_ids: Sequence[str]) -> int:
         if not event_ids:

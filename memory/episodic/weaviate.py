@@ -99,6 +99,7 @@ from weaviate.exceptions import (
 from weaviate.util import generate_uuid5
 
 from memory.episodic import (
+    ALL_STATUSES,
     EVICTED,
     LIVE,
     MERGED,
@@ -475,6 +476,28 @@ class WeaviateEpisodicStore:
                 tied = (tied if last == resume_ts else 0) + sum(float(o.properties["ts"]) == last for o in rows)
                 resume_ts = last
         return list(found.values())[:limit]
+
+    def page(self, tenant: str, user_id: str, *, types: Collection[EventType] | None = None,
+             statuses: Collection[str] = ALL_STATUSES, message_ids: Collection[str] | None = None,
+             before: tuple[float, str] | None = None, limit: int = 50) -> list[StoredEvent]:
+        if not statuses or limit <= 0 or (message_ids is not None and not message_ids):
+            return []
+        where = _where(types, statuses)
+        if message_ids is not None:
+            where &= Filter.by_property("message_ids").contains_any(sorted(set(message_ids)))
+        if before is not None:
+            where &= Filter.by_property("ts").less_or_equal(float(before[0]))
+        with _boundary("page"):
+            handle = self._handle(tenant, user_id)
+            if handle is None:
+                return []
+            tied = 0 if before is None else handle.aggregate.over_all(  # rows at the cursor's ts, already read
+                filters=where & Filter.by_property("ts").equal(float(before[0]))
+                & Filter.by_property("event_id").greater_or_equal(before[1]), total_count=True).total_count or 0
+            rows = handle.query.fetch_objects(
+                filters=where, sort=Sort.by_property("ts", ascending=False).by_property("event_id", ascending=False),
+                offset=tied or None, limit=limit, return_properties=_READ).objects
+        return [_event(o.properties) for o in rows]
 
     def delete(self, tenant: str, user_id: str, event_ids: Sequence[str]) -> int:
         if not event_ids:

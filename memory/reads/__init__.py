@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-ACTIONS = ("read.recall", "read.profile", "read.export")  # the audit actions of a read
+ACTIONS = ("read.recall", "read.profile", "read.list", "read.export")  # the audit actions of a read
 
 
 def is_read(record: Mapping[str, Any]) -> bool:

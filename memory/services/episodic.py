@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 from cryptography.exceptions import InvalidTag
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from memory.crypto import UserKeys, keyed_tokens, seal, unseal
-from memory.episodic import ALL_STATUSES, AddReport, EpisodicStore, StoredEvent
+from memory.episodic import ALL_STATUSES, EVICTED, LIVE, MERGED, AddReport, EpisodicStore, StoredEvent
 from memory.errors import NotFound
-from memory.models import Event, EventType
+from memory.models import Event, EventType, Role
 from memory.purposes import Grants
 from memory.settings import Settings
 from memory.text import language, tokenize
@@ -32,6 +32,33 @@ class Revealed(BaseModel):
     text: str
 
 
+class ListedEvent(BaseModel):
+    """One row of a user's episodic memory as a listing shows it (``GET /v1/users/{id}/events``)."""
+
+    event_id: str
+    event_type: EventType
+    role: Role
+    tier: str = Field(description="'event': in the live event layer (or merged into one of it); 'deep': let go "
+                                  "of by the cap, still searchable.")
+    status: str = Field(description="live, merged (into canonical_id) or evicted.")
+    canonical_id: str | None = None
+    session_id: str
+    ts: float
+    confidence: float
+    count: int
+    weight: float
+    noise: float
+    message_ids: list[str]
+    collected_under: list[str] = Field(description="The grants it was collected under (purpose#grant; * before "
+                                                   "purposes were recorded).")
+    summary: str | None = Field(description="None once the user's key is destroyed.")
+    keywords: list[str]
+    text: str | None = Field(None, description="The message's full text, when asked for.")
+
+
+#: A listing's tiers and the statuses each holds: the event layer (live, and the rows merged into its events) and
+#: the deep tier (what the cap let go of).
+TIERS = {"event": (LIVE, MERGED), "deep": (EVICTED,)}
 #: Rows read or deleted per round trip when a user's events are walked (export, erasure, a type's deletion).
 BATCH = 1000
 EVERY = 10**6  # a dump of everything a user holds (export, what a deletion leaves)
@@ -107,6 +134,25 @@ class EpisodicMemory:
 
     def get(self, tenant: str, user_id: str, event_ids: Sequence[str]) -> list[StoredEvent]:
         return self.store.get(tenant, user_id, list(event_ids))
+
+    def page(self, tenant: str, user_id: str, *, types: Collection[EventType] | None = None,
+             tiers: Collection[str] = TIERS, message_ids: Collection[str] | None = None,
+             before: tuple[float, str] | None = None, limit: int = 50, include_text: bool = False
+             ) -> list[ListedEvent]:
+        """A page of the user's events, newest first, revealed (``EpisodicStore.page``)."""
+        statuses = [status for tier in tiers for status in TIERS[tier]]
+        rows = self.store.page(tenant, user_id, types=types, statuses=statuses, message_ids=message_ids,
+                               before=before, limit=limit)
+        listed = []
+        for row in rows:
+            shown = self.reveal(row)
+            listed.append(ListedEvent(
+                **row.model_dump(include={"event_id", "event_type", "role", "status", "canonical_id", "session_id",
+                                          "ts", "confidence", "count", "weight", "noise", "message_ids"}),
+                tier="deep" if row.status == EVICTED else "event", collected_under=row.purposes,
+                summary=shown.summary if shown else None, keywords=shown.keywords if shown else [],
+                text=shown.text if shown and include_text else None))
+        return listed
 
     def reweigh(self, tenant: str, user_id: str, event_id: str, factor: float) -> float:
         """Multiply an event's retrieval weight (feedback), kept in ``MIN_WEIGHT``–``MAX_WEIGHT``; the new weight."""

@@ -63,6 +63,10 @@ class ReadAudit:
             "beliefs": [{"id": b.rel_id, "why": "profile"} for b in beliefs],
             "reviews": [r.review_id for r in reviews]})
 
+    def listed(self, reader: Reader, user_id: str, what: str, shown: Sequence[str]) -> None:
+        """A listing of the user's ``what`` (sessions, events): the ids it showed."""
+        self._submit(reader, user_id, "read.list", shown={what: list(shown), "why": "listed"})
+
     def exported(self, reader: Reader, user_id: str, counts: Mapping[str, int]) -> None:
         """An export shows everything kept: the record names how much of each store (``Privacy.verify``)."""
         self._submit(reader, user_id, "read.export", shown={"stores": dict(counts), "why": "export"})

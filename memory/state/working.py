@@ -89,6 +89,16 @@ class SessionView(BaseModel):
     messages: list[StoredMessage]
 
 
+class SessionSummary(BaseModel):
+    """One of a user's sessions still in working memory, as a listing shows it."""
+
+    session_id: str
+    version: int = Field(description="The head version (rollback goes back from it).")
+    messages: int = Field(description="Messages in the window at head.")
+    first_ts: float | None = Field(description="client_ts of the window's oldest message.")
+    last_ts: float | None = Field(description="client_ts of its newest message.")
+
+
 class Accepted(BaseModel):
     message: Message
     version: int
@@ -169,7 +179,7 @@ class WorkingMemory:
         ts = round(min(client_ts, now + s.max_clock_skew_s), 3)
         text = clean(content)
         shown, truncated = (text, False)
-        if role is Role.assistant:
+        if role is not Role.user:  # a reply, instructions or a tool's output: shown cut, kept whole
             shown, truncated = truncate_reply(text, s.assistant_max_chars)
         digest = sha256(text)[:DIGEST_CHARS]
         seal_key: bytes | None = None
@@ -252,6 +262,19 @@ class WorkingMemory:
             session_id=session_id, head=int(reply[1]), version=int(reply[2]),
             messages=self._opened(tenant, reply[4], self._parse(session_id, reply[3])),
         )
+
+    def sessions_of(self, tenant: str, user_id: str) -> list[SessionSummary]:
+        """The user's sessions still in working memory, the most recently written first."""
+        summaries = []
+        for session_id in self.owned_sessions(tenant, user_id):
+            try:
+                view = self.read(tenant, session_id)
+            except NotFound:  # expired since it was listed
+                continue
+            stamps = [m.client_ts for m in view.messages]
+            summaries.append(SessionSummary(session_id=session_id, version=view.head, messages=len(stamps),
+                                            first_ts=min(stamps, default=None), last_ts=max(stamps, default=None)))
+        return sorted(summaries, key=lambda s: (s.last_ts or 0.0, s.session_id), reverse=True)
 
     def turns_before(self, messages: Sequence[tuple[str, str, str]]) -> list[StoredMessage | None]:
         """For each (tenant, session id, message id), the message just before it in the session's window

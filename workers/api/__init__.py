@@ -4,7 +4,8 @@ Run: ``uvicorn workers.api:create_app --factory``. OpenAPI at ``/docs``.
 
 One router per resource, each handler a call into the library with the dependencies of :mod:`.deps`
 (the runtime, the caller's tenant, id types): :mod:`.messages` (working memory), :mod:`.recall`,
-:mod:`.beliefs` (semantic memory), :mod:`.users` (privacy), :mod:`.feedback`, :mod:`.jobs`, :mod:`.health`.
+:mod:`.beliefs` (semantic memory), :mod:`.users` (privacy), :mod:`.history` (a user's sessions and events,
+listed), :mod:`.feedback`, :mod:`.jobs`, :mod:`.health`; :mod:`.docs` serves ``/docs`` offline.
 Bodies in: :mod:`.requests`; bodies out: :mod:`workers.schemas`; errors: :mod:`.errors`.
 """
 
@@ -18,14 +19,14 @@ from fastapi import FastAPI
 
 from memory.mneme import Mneme, get_mneme
 from tasks.envelope import AUDIT_BATCH
-from workers.api import beliefs, errors, feedback, health, jobs, messages, recall, users
+from workers.api import beliefs, docs, errors, feedback, health, history, jobs, messages, recall, users
 from workers.api.observability import install
 from workers.api.sends import Extractions, audit_sends
 from workers.api.strict_json import StrictJsonRoute
 from workers.celery_app import ROUTES
 
 #: in this order, the OpenAPI document lists the paths as it always has
-ROUTERS = tuple(m.router for m in (messages, recall, beliefs, users, feedback, jobs, health))
+ROUTERS = tuple(m.router for m in (messages, recall, beliefs, users, history, feedback, jobs, health))
 
 
 @asynccontextmanager
@@ -40,7 +41,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 def create_app(runtime: Mneme | None = None) -> FastAPI:
     mneme = runtime or get_mneme()
     app = FastAPI(title="Mneme", version="0.1.0", lifespan=lifespan, responses=errors.RESPONSES,
-                  exception_handlers=errors.HANDLERS,
+                  exception_handlers=errors.HANDLERS, docs_url=None, redoc_url=None,  # /docs: offline (.docs)
                   description="Memory backend for AI agents: working, episodic and semantic memory.")
     app.router.route_class = StrictJsonRoute  # /metrics too; each router sets its own (deps.resource_router)
     app.state.mneme = mneme
@@ -53,4 +54,5 @@ def create_app(runtime: Mneme | None = None) -> FastAPI:
     install(app, mneme.state.broker)  # JSON logs with request ids, request latency, GET /metrics
     for router in ROUTERS:
         app.include_router(router)
+    app.include_router(docs.router)
     return app

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 from anyio import from_thread
 from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from memory.errors import InvalidInput
 from memory.mneme import Mneme
@@ -42,14 +43,21 @@ async def extractions_of(request: Request) -> Extractions:
 ExtractionSends = Annotated[Extractions, Depends(extractions_of)]
 
 
-async def tenant_of(request: Request, mneme: Memory) -> str:
+#: The two ways to send an API key (``mneme keys create``), declared as the OpenAPI document's security schemes.
+BEARER = HTTPBearer(scheme_name="bearer", auto_error=False, description="An API key as `Authorization: Bearer "
+                    "<key>`: it picks the tenant. Not needed when the server runs without auth (development).")
+KEY_HEADER = APIKeyHeader(name="X-API-Key", scheme_name="apiKey", auto_error=False,
+                          description="The same API key in an `X-API-Key` header.")
+
+
+async def tenant_of(request: Request, mneme: Memory,
+                    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)],
+                    header_key: Annotated[str | None, Depends(KEY_HEADER)]) -> str:
     """The caller's tenant: from the API key, or the development tenant when auth is off."""
     if not mneme.settings.auth_required:
         request.state.key_id = "development"
         return mneme.settings.tenant
-    header = request.headers.get("authorization", "")
-    secret = header[7:].strip() if header.lower().startswith("bearer ") else request.headers.get("x-api-key")
-    key = mneme.state.api_keys.authenticate(secret)
+    key = mneme.state.api_keys.authenticate(bearer.credentials.strip() if bearer else header_key)
     request.state.key_id = key.key_id  # who reads, for the read audit (``reader_of``)
     return key.tenant
 

@@ -16,17 +16,36 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from memory.errors import MnemeError, RateLimited
+from memory.errors import MnemeError, RateLimited, TransientError
 from memory.state.client import RedisFailure
 from workers.api.strict_json import problem
 from workers.schemas import ErrorBody
 
-#: Documented on every route.
-RESPONSES: dict[int | str, dict[str, Any]] = {status: {"model": ErrorBody} for status in (400, 404, 409, 422, 503)}
+_RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before trying again.", "schema": {"type": "integer"}}}
+#: Documented on every route: what each status means here.
+RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody, "description": "The request says something that cannot be accepted; the message says "
+                                             "what to change."},
+    401: {"model": ErrorBody, "description": "No API key, or an unknown or revoked one (with auth on)."},
+    404: {"model": ErrorBody, "description": "No such session, version, message, job or belief (or another "
+                                             "tenant's)."},
+    409: {"model": ErrorBody, "description": "Conflicts with what is held: an id reused with other content, a "
+                                             "session of another user, a state that does not allow it."},
+    422: {"model": ErrorBody, "description": "The body or a parameter is malformed; `details` names each field."},
+    429: {"model": ErrorBody, "headers": _RETRY_AFTER,
+          "description": "The API key's requests a minute are used up, or the tenant's line is full: retry after "
+                         "`Retry-After` seconds."},
+    503: {"model": ErrorBody, "headers": _RETRY_AFTER,
+          "description": "A backend is unreachable or busy (nothing accepted was lost): retry."},
+}
+
+
+UNAVAILABLE_RETRY_S = 1  # a 503's Retry-After: a backend that is down is usually back within seconds
 
 
 async def mneme_error(request: Request, exc: MnemeError) -> JSONResponse:
-    headers = {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, RateLimited) else None
+    headers = ({"Retry-After": str(exc.retry_after_s)} if isinstance(exc, RateLimited)
+               else {"Retry-After": str(UNAVAILABLE_RETRY_S)} if isinstance(exc, TransientError) else None)
     return JSONResponse(status_code=exc.status, headers=headers, content={"error": exc.code, "message": exc.message})
 
 
@@ -37,8 +56,8 @@ async def http_error(request: Request, exc: StarletteHTTPException) -> JSONRespo
 
 
 async def redis_down(request: Request, exc: RedisFailure) -> JSONResponse:
-    return JSONResponse(status_code=503, content={"error": "backend_unavailable",
-                                                  "message": f"working memory unavailable: {exc}"})
+    return JSONResponse(status_code=503, headers={"Retry-After": str(UNAVAILABLE_RETRY_S)}, content={
+        "error": "backend_unavailable", "message": f"working memory unavailable: {exc}"})
 
 
 async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
