@@ -2,6 +2,12 @@
 
 Every message becomes at least one event so nothing said is unsearchable: a user message that no
 rule types is a ``statement``; an assistant reply is a ``plan`` when it gives steps, else a ``statement``.
+
+Two kinds of rules, both keeping to the deployment's vocabulary (``memory.vocabulary``): the built-in ones
+here (``USER_RULES``, ``MASTERY``: age, name, grade, school, likes, dislikes, response preference, learning
+obstacles and mastery, goals, emotions), whose facts are kept only for the relations the vocabulary names (the
+event the message is stays), and the patterns the vocabulary file gives for its own relations
+(``Vocabulary.rules``: the first group is the object).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from typing import NotRequired, TypedDict
 from memory import ids
 from memory.models import Event, EventType, Extraction, Fact, Message, Relation, Role
 from memory.text import keywords, sha256, summary, tokenize
+from memory.vocabulary import Vocabulary, load_vocabulary
 
 _STOP = r"[，。！？；、,.!?;\n]"
 _SPAN = r"[^，。！？；、,.!?;\n]"
@@ -227,10 +234,12 @@ IMPERSONAL_QUESTION_WEIGHT = 0.7
 _PLAN = _rx(r"第[一二三1-3]步|步骤|首先.{0,40}然后|^\s*1[.、)]|\bstep 1\b|\bfirst,.{0,80}\bthen\b")
 
 
-def extract(message: Message) -> Extraction:
+def extract(message: Message, vocabulary: Vocabulary | None = None) -> Extraction:
     """All events and facts the rules find in one message; never an empty event list. Rules read the
     plain text (stored text is HTML-escaped: "R&amp;D" must not end a claim at its ';'), and facts hold
-    plain text too: they are data, escaped by whoever renders them."""
+    plain text too: they are data, escaped by whoever renders them. ``vocabulary``: the deployment's (None: the
+    default file's)."""
+    vocabulary = vocabulary or load_vocabulary()
     text = html.unescape(message.content)
     found: dict[EventType, tuple[list[str], float]] = {}
     facts: list[Fact] = []
@@ -254,6 +263,13 @@ def extract(message: Message) -> Extraction:
             if pattern.search(text):
                 found.setdefault(EventType.statement, ([], 0.6))
                 facts.append(_fact(message, EventType.statement, Relation.mastery, concept, 0.6))
+        for extra in vocabulary.rules:
+            objects = [o for m in extra.pattern.finditer(text) if (o := _object(m.group(1) or ""))]
+            if objects:
+                names, conf = found.get(extra.event_type, ([], 0.0))
+                found[extra.event_type] = (names + [o for o in objects if o not in names], max(conf, extra.confidence))
+                facts += [_fact(message, extra.event_type, extra.relation, o, extra.confidence) for o in objects]
+        facts = [f for f in facts if vocabulary.knows(f.relation)]
         if _GREETING.match(text):
             found.setdefault(EventType.greeting, ([], 0.6))
         elif _SMALL_TALK.match(text):
@@ -299,7 +315,7 @@ def _event(message: Message, kind: EventType, names: list[str], confidence: floa
     )
 
 
-def _fact(message: Message, kind: EventType, relation: Relation, obj: str, confidence: float) -> Fact:
+def _fact(message: Message, kind: EventType, relation: str, obj: str, confidence: float) -> Fact:
     return Fact(
         tenant=message.tenant,
         user_id=message.user_id,
@@ -315,7 +331,7 @@ def _fact(message: Message, kind: EventType, relation: Relation, obj: str, confi
 
 
 def _dedupe(facts: list[Fact]) -> list[Fact]:
-    seen: dict[tuple[Relation, str], Fact] = {}
+    seen: dict[tuple[str, str], Fact] = {}
     for fact in facts:
         seen.setdefault((fact.relation, fact.object.lower()), fact)
     return list(seen.values())

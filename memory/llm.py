@@ -29,23 +29,29 @@ from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
 from memory import ids, telemetry
 from memory.errors import ConfigurationError
-from memory.models import Event, EventType, Extraction, Fact, FactSource, Message, Relation, Role
+from memory.models import Event, EventType, Extraction, Fact, FactSource, Message, RelationName, Role
 from memory.settings import Settings
 from memory.state.llm_usage import LLMUsage
 from memory.text import cut, sha256, tokenize
+from memory.vocabulary import Vocabulary, load_vocabulary
 
 EVENT_CONFIDENCE = 0.6
 MAX_COMPLETION_TOKENS = 512
 
 _FENCE = re.compile(r"\A\s*```(?:json|JSON)?[ \t]*\n?(.*?)\n?\s*```\s*\Z", re.S)
 
-SYSTEM_PROMPT = f"""你是一个记忆抽取器。You are a memory extractor for a tutoring agent.
+def system_prompt(vocabulary: Vocabulary) -> str:
+    """The instructions: the answer's shape, the closed event types, and the deployment's relations with what
+    each means (``memory.vocabulary``), so the model's facts follow the vocabulary file."""
+    relations = "\n".join(f"- {s.name}: {s.description or s.category}" for s in vocabulary.relations.values())
+    return f"""你是一个记忆抽取器。You are a memory extractor for an agent that remembers its users.
 读取一条对话消息，只输出一个 JSON 对象，不要任何解释或 markdown。
 Read one conversation message and output ONE strict JSON object, nothing else:
 {{"events": [{{"event_type": "<type>", "keywords": ["≤3 个关键词 / keywords"], "summary": "≤50 字 / chars"}}],
  "facts": [{{"relation": "<relation>", "object": "1-30 字 / chars", "confidence": 0.1-1.0}}]}}
 允许的 event_type / allowed event types: {", ".join(t.value for t in EventType)}
-允许的 relation / allowed relations: {", ".join(r.value for r in Relation)}
+允许的 relation / allowed relations (名称: 含义 / name: meaning):
+{relations}
 规则 / rules: 至少一个 event (at least one event); 只用上面的取值 (only the values above);
 facts 只描述用户本人 (facts are about the user only); 助手消息 facts 为空 (assistant message: "facts": []);
 用消息的语言写 summary 和 keywords (write them in the message's language)."""
@@ -58,7 +64,7 @@ class LLMEvent(BaseModel):
 
 
 class LLMFact(BaseModel):
-    relation: Relation
+    relation: RelationName
     object: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=30)]
     confidence: float = Field(ge=0.1, le=1.0)
 
@@ -90,10 +96,14 @@ def _safe(text: str) -> str:
 class LLMExtractor:
     """Calls the chat endpoint for one message at a time. Close it (or use ``with``) to free connections."""
 
-    def __init__(self, settings: Settings, usage: LLMUsage, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, settings: Settings, usage: LLMUsage, vocabulary: Vocabulary | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        """``vocabulary``: the deployment's (None: the default file's)."""
         if not settings.llm_base_url:
             raise ConfigurationError("MNEME_LLM_BASE_URL is not set; the LLM stage is off")
         self.settings, self.usage, self.clock = settings, usage, clock
+        self.vocabulary = vocabulary or load_vocabulary()
+        self.prompt = system_prompt(self.vocabulary)
         self.url = settings.llm_base_url.rstrip("/") + "/chat/completions"
         headers = {"authorization": f"Bearer {settings.llm_api_key}"} if settings.llm_api_key else {}
         self.http = httpx.Client(timeout=settings.llm_timeout_s, headers=headers)
@@ -127,7 +137,7 @@ class LLMExtractor:
         if (paused := self.usage.paused(message.tenant, self.clock())) is True:
             raise _Failure("backoff")
         prompt = [
-            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "system", "content": self.prompt},
             {"role": "user", "content": f"role: {message.role.value}\nmessage:\n{html.unescape(message.content)}"},
         ]
         body = {"model": self.settings.llm_model, "messages": prompt, "temperature": 0,
@@ -188,9 +198,11 @@ class LLMExtractor:
                 tokens=tokenize(message.content),
             ))
         evidence = next(iter(events.values())).event_id
-        facts: dict[tuple[Relation, str], Fact] = {}
+        facts: dict[tuple[str, str], Fact] = {}
         if message.role is Role.user:
             for found in output.facts:
+                if not self.vocabulary.knows(found.relation):  # a relation the deployment does not keep
+                    continue
                 obj = _safe(found.object)
                 facts.setdefault((found.relation, obj.lower()), Fact(
                     tenant=message.tenant, user_id=message.user_id, relation=found.relation, object=obj,

@@ -49,6 +49,7 @@ from memory.text import tokenize
 from memory.tuning import QueryAdapter, adapters_dir
 from memory.userdata import UserData, UserKey
 from memory.userhash import hashing_key
+from memory.vocabulary import Vocabulary, load_vocabulary
 
 ADAPTER_CHECK_S = 2.0
 
@@ -124,8 +125,13 @@ class Mneme:
     @cached_property
     def semantic(self) -> SemanticMemory:
         policies = self.state.policies
-        return SemanticMemory(self._graph, self.state.reviews, self.trail, self.settings,
+        return SemanticMemory(self._graph, self.state.reviews, self.trail, self.settings, self.vocabulary,
                               consent=lambda tenant, user_id: policies.get(tenant, user_id).consent)
+
+    @cached_property
+    def vocabulary(self) -> Vocabulary:
+        """The relations this deployment keeps (``MNEME_VOCABULARY_FILE``; ``memory.vocabulary``)."""
+        return load_vocabulary(self.settings.vocabulary_file)
 
     @cached_property
     def maintenance(self) -> Maintenance:
@@ -145,7 +151,7 @@ class Mneme:
 
     @cached_property
     def llm(self) -> LLMExtractor:
-        return LLMExtractor(self.settings, self.state.llm_usage)
+        return LLMExtractor(self.settings, self.state.llm_usage, self.vocabulary)
 
     @property
     def embedder(self) -> Embedder:

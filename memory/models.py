@@ -108,9 +108,15 @@ class EventType(StrEnum):
     feedback = "feedback"  # 这个解释很好 / that didn't help
 
 
+#: A relation's name. Which relations exist is the deployment's vocabulary (``memory.vocabulary``, a file).
+RELATION_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
+RelationName = Annotated[str, Field(pattern=RELATION_PATTERN, examples=["likes"],
+                                    description="A relation of the deployment's vocabulary (GET /v1/vocabulary).")]
+
+
 class Relation(StrEnum):
-    """The closed vocabulary of user→concept relations; ``memory.vocabulary`` gives each its category.
-    Anything else is refused."""
+    """The relations the built-in rules find (``memory.extraction``), by name; the vocabulary file says which a
+    deployment keeps, and may add others (``memory.vocabulary``)."""
 
     age = "age"
     name = "name"
@@ -179,7 +185,7 @@ class Fact(BaseModel):
 
     tenant: str
     user_id: str
-    relation: Relation
+    relation: RelationName
     object: BeliefObject
     confidence: float = Field(ge=0.1, le=1.0)
     source: FactSource = FactSource.rule

@@ -108,10 +108,10 @@ def opened(mneme: Mneme, message: Message) -> Message:
 
 
 def rule_stage(mneme: Mneme, mode: Mode, message: Message) -> tuple[Mode, Extraction]:
-    extraction = extract(message)
+    extraction = extract(message, mneme.vocabulary)
     if any(e.event_type is EventType.operation_failure for e in extraction.events):
         mneme.state.counters.note_failed_session(message.tenant, message.session_id)
-    if mode is Mode.full and any(f.relation is Relation.age and f.object.isdigit() and int(f.object) < CHILD_AGE
+    if mode is Mode.full and any(f.relation == Relation.age and f.object.isdigit() and int(f.object) < CHILD_AGE
                                  for f in extraction.facts):
         declared = f"declared in {message.message_id}"
         mneme.privacy.set_child(message.tenant, message.user_id, True, declared, source="pipeline")
@@ -143,7 +143,7 @@ def llm_admitted(mneme: Mneme, job_id: str, message: Message) -> bool:
 
 def llm_stage(mneme: Mneme, job_id: str, message: Message) -> Extraction:
     """Never loses the message: any LLM failure returns the rules' result, counted by reason."""
-    extraction, outcome = mneme.llm.extract(message, extract(message))
+    extraction, outcome = mneme.llm.extract(message, extract(message, mneme.vocabulary))
     mneme.state.jobs.note(job_id, llm=outcome.reason, llm_tokens=outcome.tokens)
     return extraction
 

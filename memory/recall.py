@@ -50,7 +50,7 @@ from memory import telemetry
 from memory.episodic import LIVE, StoredEvent
 from memory.errors import MnemeError, NotFound
 from memory.mneme import Mneme
-from memory.models import EventType, FactSource, Relation, Role
+from memory.models import EventType, FactSource, RelationName, Role
 from memory.purposes import Grants
 from memory.settings import Settings
 from memory.state.working import StoredMessage
@@ -99,7 +99,7 @@ class EventHit(BaseModel):
 class FactHit(BaseModel):
     rel_id: str
     subject: str
-    relation: Relation
+    relation: RelationName
     object: str
     confidence: float = Field(description="Effective confidence: decayed to now.")
     source: FactSource

@@ -133,10 +133,8 @@ class Settings(BaseSettings):
     erasure_sla_hours: float = Field(24.0, gt=0)
 
     # --- semantic memory (graph) ---------------------------------------------------------------
-    half_life_days: dict[str, float] = Field(
-        default_factory=lambda: {"profile": 365.0, "preference": 90.0, "emotion": 1.0, "default": 30.0},
-        description="Confidence half-life per relation category (JSON); 'default' covers the rest.",
-    )
+    vocabulary_file: str = Field("", description="The relations kept about a user, their categories, half-lives "
+                                                  "and rules (TOML, memory/vocabulary.py); empty = the default file.")
     retire_below: float = Field(0.12, ge=0.0, le=1.0, description="Nightly decay retires beliefs under this.")
 
     # --- recall ------------------------------------------------------------------------------

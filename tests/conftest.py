@@ -22,7 +22,7 @@ from workers.local.stack import Stack
 #: The fixtures that start a server process (Valkey alone, a whole stack, a Bolt or an S3 server).
 SERVERS = frozenset({"stack", "valkey_url", "fstack", "pstack", "sstack", "tstack", "llm_stack", "consent_stack",
                      "graph_stack", "small_layer", "bolt_server", "s3_server", "cluster", "cstack", "rstack",
-                     "fairstack"})
+                     "fairstack", "pet_stack"})
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -72,7 +72,7 @@ class GraphContract:
 
     @staticmethod
     def rel_id(key: RelationKey) -> str:
-        return mneme_ids.relation_id(key.tenant, key.user_id, key.relation.value, key.concept_id)
+        return mneme_ids.relation_id(key.tenant, key.user_id, key.relation, key.concept_id)
 
     @staticmethod
     def one(store: GraphStore, key: RelationKey, statuses: Sequence[Status] = tuple(Status)) -> StoredRelation:
@@ -655,7 +655,7 @@ class GraphContract:
                  for i, k in enumerate(keys) for j in range(2)]
         self.run_together(calls)
         relations = store.relations(keys[0].tenant, keys[0].user_id)
-        assert sorted((r.relation.value, r.object) for r in relations) == [
+        assert sorted((r.relation, r.object) for r in relations) == [
             ("goal", "physics"), ("goal", "数学"), ("likes", "physics"), ("likes", "数学")]
         for key in keys:
             first, second = store.evidence([self.rel_id(key)])

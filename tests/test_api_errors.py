@@ -136,7 +136,7 @@ def test_belief_objects_are_cleaned_like_every_text(stack, client, uid):
     jobs = [client.remember(user_id=user, session_id=f"s{uid}", message_id=f"m{i}", role="user", content=text).job_id
             for i, text in enumerate(["我讨厌<b>背公式</b>\u202e", "I want to learn <i>Python</i>\u2066"])]
     assert all(j.state == "done" for j in client.wait(jobs))
-    held = {(b.relation.value, b.object) for b in client.profile(user).beliefs}
+    held = {(b.relation, b.object) for b in client.profile(user).beliefs}
     assert held == {("likes", "&lt;script&gt;alert(1)&lt;/script&gt;数学 math"),
                     ("dislikes", "&lt;b&gt;背公式&lt;/b&gt;"), ("goal", "learn &lt;i&gt;Python&lt;/i&gt;")}
 

@@ -13,9 +13,8 @@ from memory.errors import InvalidInput
 from memory.graph import Status
 from memory.models import Fact, FactSource, Relation
 from memory.services.semantic import SemanticMemory
-from memory.settings import Settings
 from memory.state.reviews import Reviews
-from memory.vocabulary import half_life_days, relation
+from memory.vocabulary import load_vocabulary
 from workers.client import MnemeAPIError
 
 
@@ -33,18 +32,23 @@ def beliefs(client, stack, uid, inactive=False):
 
 
 def test_vocabulary_is_closed_with_categories_and_half_lives():
+    vocabulary = load_vocabulary()
     with pytest.raises(InvalidInput, match="unknown relation 'adores'.*likes"):
-        relation("adores")
-    s = Settings(redis_url="redis://unused")
-    assert half_life_days(Relation.likes, s) == 90 and half_life_days(Relation.emotion_state, s) == 1
-    assert half_life_days(Relation.learning_obstacle, s) == 30
-    custom = Settings(redis_url="redis://unused", half_life_days={"preference": 7, "default": 10})
-    assert half_life_days(Relation.likes, custom) == 7 and half_life_days(Relation.emotion_state, custom) == 10
+        vocabulary.relation("adores")
+    assert vocabulary.half_life_days(Relation.likes) == 90 and vocabulary.half_life_days(Relation.emotion_state) == 1
+    assert vocabulary.half_life_days(Relation.learning_obstacle) == 30
+    assert vocabulary.half_life_days("no_longer_named") == vocabulary.default_half_life
 
 
-def test_unknown_relation_is_refused_by_the_api(stack, uid):
+def test_unknown_relation_is_refused_by_the_api_naming_the_vocabulary(stack, uid):
     r = httpx.put(f"{stack.api_url}/v1/users/u{uid}/beliefs", json={"relation": "adores", "object": "x"})
-    assert r.status_code == 422 and "likes" in r.json()["message"]
+    assert r.status_code == 400 and "likes" in r.json()["message"] and "occupation" in r.json()["message"]
+    r = httpx.put(f"{stack.api_url}/v1/users/u{uid}/beliefs", json={"relation": "Not A Name", "object": "x"})
+    assert r.status_code == 422
+    listed = httpx.get(f"{stack.api_url}/v1/vocabulary").json()
+    by_name = {r["name"]: r for r in listed["relations"]}
+    assert by_name["likes"]["opposite"] == "dislikes" and by_name["age"]["single_valued"]
+    assert by_name["emotion_state"]["half_life_days"] == 1 and "risk_preference" in by_name
 
 
 def test_showing_mastery_is_counter_evidence_for_a_learning_obstacle(client, stack, uid):
@@ -107,8 +111,9 @@ def fact(uid, rel, obj, conf, device, evidence):
 
 @pytest.fixture
 def brain(runtime):
+    policies = runtime.state.policies
     return SemanticMemory(runtime.semantic.store, Reviews(runtime.state.client), runtime.trail, runtime.settings,
-                          lambda tenant, user_id: runtime.state.policies.get(tenant, user_id).consent)
+                          runtime.vocabulary, lambda tenant, user_id: policies.get(tenant, user_id).consent)
 
 
 def test_same_belief_from_another_device_keeps_the_higher_confidence(brain, uid):

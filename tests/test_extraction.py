@@ -12,7 +12,7 @@ def run(text: str, role: Role = Role.user):
 
 
 def facts(text: str) -> set[tuple[str, str]]:
-    return {(f.relation.value, f.object) for f in run(text).facts}
+    return {(f.relation, f.object) for f in run(text).facts}
 
 
 def types(text: str, role: Role = Role.user) -> set[str]:

@@ -316,10 +316,10 @@ def assert_exactly_once(rt: Mneme, stack: Stack, sent: list[tuple[str, str]], au
         relations = rt.semantic.store.relations(TENANT, user, statuses=list(Status))
         evidence = rt.semantic.store.evidence([r.rel_id for r in relations])
         got = Counter((row.rel_id, row.evidence_id, row.source.value) for row in evidence)
-        want = Counter((ids.relation_id(TENANT, user, f.relation.value, ids.concept_id(TENANT, f.object)),
+        want = Counter((ids.relation_id(TENANT, user, f.relation, ids.concept_id(TENANT, f.object)),
                         f.evidence_id, f.source.value) for f in want_facts)
         assert got == want, f"{user}: graph evidence differs: missing {want - got}, extra {got - want}"
-        claimed = {ids.relation_id(TENANT, user, f.relation.value, ids.concept_id(TENANT, f.object)): f.confidence
+        claimed = {ids.relation_id(TENANT, user, f.relation, ids.concept_id(TENANT, f.object)): f.confidence
                    for f in want_facts}
         assert len(relations) == len(claimed)
         for relation in relations:

@@ -14,12 +14,13 @@ import pytest
 import redis
 
 from memory import extraction, ids
-from memory.llm import SYSTEM_PROMPT, LLMExtractor
+from memory.llm import LLMExtractor, system_prompt
 from memory.models import EventType, Extraction, FactSource, Message, Relation, Role
 from memory.settings import Settings
 from memory.state import keys
 from memory.state.llm_usage import LLMUsage
 from memory.text import sha256, tokenize
+from memory.vocabulary import load_vocabulary
 from tests.llm_stub import StubLLM
 
 NOON = datetime(2025, 11, 30, 12, 0, tzinfo=UTC).timestamp()
@@ -136,9 +137,10 @@ def test_good_chinese_answer_becomes_typed_events_and_llm_facts(llm, stub, r):
     assert body["model"] == "stub-model" and body["temperature"] == 0
     assert body["response_format"] == {"type": "json_object"}
     system, user = body["messages"]
-    assert system == {"role": "system", "content": SYSTEM_PROMPT}
-    assert all(t.value in SYSTEM_PROMPT for t in EventType) and all(rel.value in SYSTEM_PROMPT for rel in Relation)
-    assert "JSON" in SYSTEM_PROMPT and "只输出" in SYSTEM_PROMPT
+    prompt = system_prompt(load_vocabulary())
+    assert system == {"role": "system", "content": prompt}
+    assert all(t.value in prompt for t in EventType) and all(f"- {name}:" in prompt for name in load_vocabulary().names)
+    assert "JSON" in prompt and "只输出" in prompt and "what the user does for a living" in prompt
     assert user["role"] == "user" and message.content in user["content"]
 
 
@@ -169,6 +171,15 @@ def test_assistant_messages_give_events_but_no_facts(llm, stub):
     assert result.facts == []
 
 
+def test_a_fact_of_a_relation_the_vocabulary_lacks_is_left_out_and_the_rest_kept(llm, stub):
+    message = _msg("我想考上清华，我的死对头是小王")
+    stub.reply_json({"events": [{"event_type": "goal", "keywords": ["清华"], "summary": "想考清华"}],
+                     "facts": [{"relation": "enemy", "object": "小王", "confidence": 0.5},
+                               {"relation": "goal", "object": "考上清华", "confidence": 0.8}]})
+    result, outcome = llm.extract(message, extraction.extract(message))
+    assert outcome.reason == "ok" and [(f.relation, f.object) for f in result.facts] == [("goal", "考上清华")]
+
+
 @pytest.mark.parametrize(("content", "reason"), [
     ("this is not JSON at all", "malformed"),
     ('{"events": [{"event_type": "statement", "keywords": [], "summary": "cut off', "malformed"),
@@ -180,7 +191,7 @@ def test_assistant_messages_give_events_but_no_facts(llm, stub):
     ('{"events": [{"event_type": "statement", "summary": "no keywords"}], "facts": []}', "schema"),
     ('{"events": [{"event_type": "statement", "keywords": ["a", "b", "c", "d"], "summary": "x"}]}', "schema"),
     ('{"events": [{"event_type": "goal", "keywords": [], "summary": "x"}],'
-     ' "facts": [{"relation": "enemy", "object": "x", "confidence": 0.5}]}', "schema"),
+     ' "facts": [{"relation": "Enemy of", "object": "x", "confidence": 0.5}]}', "schema"),
     ('{"events": [{"event_type": "goal", "keywords": [], "summary": "x"}],'
      ' "facts": [{"relation": "likes", "object": "x", "confidence": 1.5}]}', "schema"),
     ('{"events": [{"event_type": "goal", "keywords": [], "summary": "x"}],'

@@ -47,8 +47,9 @@ def test_a_purpose_sees_only_what_was_collected_for_it_and_its_withdrawal_remove
     assert "m4" in found and not found & {"m1", "m2"} and result.purpose == "support"
     assert all(e.purposes == ["support", "tutoring"] for e in result.events)
     support, tutoring = beliefs(client, uid, "support"), beliefs(client, uid, "tutoring")
-    assert set(support) == {("likes", "化学")} and support[("likes", "化学")].purposes == ["support", "tutoring"]
-    assert set(tutoring) == {("likes", "化学"), ("dislikes", "loud music")}
+    assert set(support) == {("likes", "化学"), ("order_history", "4471")}
+    assert support[("likes", "化学")].purposes == ["support", "tutoring"]
+    assert set(tutoring) == {("likes", "化学"), ("dislikes", "loud music"), ("order_history", "4471")}
     assert beliefs(client, uid, "analytics") == {}
     _, result = recalled(client, uid, "化学", purpose="analytics")  # a purpose the user did not grant
     assert not result.events and not result.facts and "analytics" in result.degraded["long_term"]
@@ -68,7 +69,7 @@ def test_a_purpose_sees_only_what_was_collected_for_it_and_its_withdrawal_remove
     found, _ = recalled(client, uid, "loud music music I can't stand")
     assert not found & {"m1", "m2"}
     left = beliefs(client, uid)
-    assert set(left) == {("likes", "化学")}
+    assert set(left) == {("likes", "化学"), ("order_history", "4471")}
     assert left[("likes", "化学")].purposes == ["support"] and "m1" not in left[("likes", "化学")].message_ids
     assert "withdrawn" in left[("likes", "化学")].why
 

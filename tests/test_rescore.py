@@ -12,7 +12,7 @@ from memory.models import FactSource, Relation
 from memory.purposes import Grants
 from memory.services.semantic import SemanticMemory
 from memory.settings import Settings
-from memory.vocabulary import decayed, half_life_days
+from memory.vocabulary import decayed, load_vocabulary
 
 DAY = 86400.0
 
@@ -30,7 +30,8 @@ def beliefs(tmp_path) -> tuple[SemanticMemory, SQLiteGraphStore, RelationKey]:
     key = RelationKey(tenant="t", user_id="u", relation=Relation.likes, concept_id="chemistry", object="chemistry")
     # retract reads and writes only the graph: no reviews, no trail
     every = Grants(dict.fromkeys(settings.purposes, 1))
-    return SemanticMemory(store, None, None, settings, lambda *_: every), store, key  # type: ignore[arg-type]
+    return (SemanticMemory(store, None, None, settings, load_vocabulary(), lambda *_: every),  # type: ignore[arg-type]
+            store, key)
 
 
 def test_a_belief_a_month_old_is_re_scored_from_todays_confidence(beliefs):
@@ -40,7 +41,7 @@ def test_a_belief_a_month_old_is_re_scored_from_todays_confidence(beliefs):
     [rel] = store.relations("t", "u")
     month_ago = time.time() - 30 * DAY
     assert store.materialise(rel.rel_id, rel.confidence, month_ago, rel.updated_at)  # as the nightly decay leaves it
-    today = decayed(0.35, 30, half_life_days(Relation.likes, semantic._settings))
+    today = decayed(0.35, 30, load_vocabulary().half_life_days(Relation.likes))
 
     [change] = semantic.retract("t", "u", ["m2"])  # "I don't like chemistry" taken back
 

@@ -53,23 +53,10 @@ class EventType(StrEnum):  # what each one means: memory.models.EventType
     feedback = "feedback"
 
 
-class Relation(StrEnum):
-    """The closed vocabulary of user→concept relations; ``memory.vocabulary`` gives each its category.
-    Anything else is refused."""
-
-    age = "age"
-    name = "name"
-    grade = "grade"
-    school = "school"
-    likes = "likes"
-    dislikes = "dislikes"
-    learning_style = "learning_style"
-    subject_preference = "subject_preference"
-    response_preference = "response_preference"
-    mastery = "mastery"
-    learning_obstacle = "learning_obstacle"
-    emotion_state = "emotion_state"
-    goal = "goal"
+#: A relation's name; which relations exist is the deployment's vocabulary (GET /v1/vocabulary).
+RELATION_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
+RelationName = Annotated[str, Field(pattern=RELATION_PATTERN, examples=["likes"],
+                                    description="A relation of the deployment's vocabulary (GET /v1/vocabulary).")]
 
 
 class FactSource(StrEnum):
@@ -190,7 +177,7 @@ class EventHit(Wire):
 class FactHit(Wire):
     rel_id: str
     subject: str
-    relation: Relation
+    relation: RelationName
     object: str
     confidence: float = Field(description="Effective confidence: decayed to now.")
     source: FactSource
@@ -240,7 +227,7 @@ class Metrics(Wire):
 class Belief(Wire):
     rel_id: str
     subject: str
-    relation: Relation
+    relation: RelationName
     category: str
     object: str
     concept_id: str
@@ -383,6 +370,20 @@ class Events(Wire):
     user_id: str
     events: list[ListedEvent]
     next_cursor: str | None = Field(None, description="Pass as cursor for the next page; none: this was the last.")
+
+
+class VocabularyRelation(Wire):
+    name: str
+    category: str
+    half_life_days: float = Field(description="The belief's confidence halves this often without new evidence.")
+    single_valued: bool = Field(description="A user holds one value at a time: a new one supersedes the old.")
+    opposite: str | None = Field(None, description="The relation a claim of this one is counter-evidence to.")
+    description: str
+
+
+class VocabularyOut(Wire):
+    relations: list[VocabularyRelation]
+    source: str = Field(description="The file it was read from (MNEME_VOCABULARY_FILE, or the default).")
 
 
 class Read(Wire):

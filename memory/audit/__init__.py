@@ -58,7 +58,7 @@ def record(key: bytes, tenant: str, user_id: str, action: str, record_id: str, o
 
 def graph_write_record(key: bytes, change: Change, operator_id: str) -> dict[str, Any]:
     return record(key, change.tenant, change.user_id, f"graph.{change.action}", change.record_id, operator_id,
-                  change.source.value, relation=change.relation.value, rel_id=change.rel_id,
+                  change.source.value, relation=change.relation, rel_id=change.rel_id,
                   evidence_id=change.evidence_id, confidence_before=change.before, confidence_after=change.after)
 
 

@@ -29,7 +29,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from memory.models import FactSource, Relation
+from memory.models import FactSource, RelationName
 from memory.purposes import ANY
 
 #: Evidence merges as ``OLD_WEIGHT * old + NEW_WEIGHT * new``; counter-evidence multiplies by COUNTER.
@@ -58,7 +58,7 @@ STATUS_ACTIONS = {Status.deleted: "delete", Status.retired: "retire", Status.sup
 class RelationKey(BaseModel):
     tenant: str
     user_id: str
-    relation: Relation
+    relation: RelationName
     concept_id: str = Field(pattern=r"^[a-z][a-z0-9_]{0,31}$")
     object: str
 
@@ -80,7 +80,7 @@ class StoredRelation(BaseModel):
     rel_id: str
     tenant: str
     user_id: str
-    relation: Relation
+    relation: RelationName
     concept_id: str
     object: str
     confidence: float
@@ -106,7 +106,7 @@ class Change(BaseModel):
     tenant: str
     user_id: str
     rel_id: str
-    relation: Relation
+    relation: RelationName
     object: str
     source: FactSource
     evidence_id: str
@@ -140,7 +140,7 @@ class GraphStore(Protocol):
 
     def materialise(self, rel_id: str, confidence: float, base_ts: float, seen_updated_at: float) -> bool: ...
 
-    def relations(self, tenant: str, user_id: str, relation: Relation | None = None,
+    def relations(self, tenant: str, user_id: str, relation: str | None = None,
                   statuses: Sequence[Status] = (Status.active,)) -> list[StoredRelation]:
         """The user's relations, most confident first."""
         ...

@@ -15,9 +15,10 @@ Layout::
 The relation name is a *property* of one relationship type, ``HOLDS``, never a relationship type of its
 own: Cypher cannot take a type as a parameter, so a typed edge would put vocabulary into query text; as a
 property it is a parameter like every other value, and every query in this module is a constant string.
-(The name is still checked against :class:`~memory.models.Relation` before any query is sent, so an
-unknown relation is ``InvalidInput``, not an empty answer.) One type also means one uniqueness constraint
-on ``rel_id``, and a user's relations of one kind are a property filter over a few dozen edges.
+(The name is still checked against the name pattern before any query is sent — the vocabulary itself is the
+semantic service's — so a malformed one is ``InvalidInput``, not an empty answer.) One type also means one
+uniqueness constraint on ``rel_id``, and a user's relations of one kind are a property filter over a few dozen
+edges.
 Evidence cannot hang off an edge in a property graph, so it is a node keyed by (rel_id, evidence_id)
 — the idempotence key — with a uniqueness constraint; ``seq`` numbers a relation's evidence.
 
@@ -91,7 +92,7 @@ from memory.graph import (
     StoredRelation,
     clamp,
 )
-from memory.models import Relation
+from memory.models import RELATION_PATTERN
 from memory.purposes import ANY
 from memory.settings import Settings
 
@@ -309,10 +310,9 @@ def _boundary(what: str) -> Iterator[None]:
 
 
 def _relation(value: str) -> str:
-    try:
-        return Relation(value).value
-    except ValueError:
-        raise InvalidInput(f"unknown relation {value!r}; use one of: {', '.join(r.value for r in Relation)}") from None
+    if not re.fullmatch(RELATION_PATTERN, value):
+        raise InvalidInput(f"{value!r} is not a relation's name (a-z, 0-9 and _, starting with a letter)")
+    return value
 
 
 class Neo4jGraphStore:
@@ -386,7 +386,7 @@ class Neo4jGraphStore:
         records = self._run("materialise", _MATERIALISE, params, write=True)
         return bool(records and records[0]["changed"])
 
-    def relations(self, tenant: str, user_id: str, relation: Relation | None = None,
+    def relations(self, tenant: str, user_id: str, relation: str | None = None,
                   statuses: Sequence[Status] = (Status.active,)) -> list[StoredRelation]:
         params = {"tenant": tenant, "user_id": user_id, "user_node": ids.user_node_id(tenant, user_id),
                   "relation": None if relation is None else _relation(relation),

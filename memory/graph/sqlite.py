@@ -25,7 +25,7 @@ from memory.graph import (
     Status,
     StoredRelation,
 )
-from memory.models import FactSource, Relation
+from memory.models import FactSource
 from memory.settings import Settings
 from memory.sqlite import SQLiteFile, sqlite_path
 
@@ -110,7 +110,7 @@ class SQLiteGraphStore:
 
     def merge(self, key: RelationKey, evidence: Evidence, mode: MergeMode,
               status: Status | None = None) -> Change:
-        rel_id = ids.relation_id(key.tenant, key.user_id, key.relation.value, key.concept_id)
+        rel_id = ids.relation_id(key.tenant, key.user_id, key.relation, key.concept_id)
         status = Status.active if mode is MergeMode.human else status
 
         def run(conn: sqlite3.Connection) -> Change:
@@ -124,7 +124,7 @@ class SQLiteGraphStore:
             ])
             before = _confidence(conn, rel_id)
             changed = conn.execute(_MERGE, {
-                "rel_id": rel_id, "tenant": key.tenant, "user_id": key.user_id, "relation": key.relation.value,
+                "rel_id": rel_id, "tenant": key.tenant, "user_id": key.user_id, "relation": key.relation,
                 "concept_id": key.concept_id, "object": key.object, "confidence": evidence.confidence,
                 "source": FactSource.human.value if mode is MergeMode.human else evidence.source.value,
                 "mode": mode.value, "status": status.value if status else None, "now": now,
@@ -191,12 +191,12 @@ class SQLiteGraphStore:
             "WHERE rel_id = ? AND updated_at = ? AND status = 'active'",
             (confidence, base_ts, rel_id, seen_updated_at)).rowcount))
 
-    def relations(self, tenant: str, user_id: str, relation: Relation | None = None,
+    def relations(self, tenant: str, user_id: str, relation: str | None = None,
                   statuses: Sequence[Status] = (Status.active,)) -> list[StoredRelation]:
         marks = ",".join("?" * len(statuses))
         sql = (f"SELECT {_REL_COLUMNS} FROM relations WHERE tenant = ? AND user_id = ? AND status IN ({marks})"
                + (" AND relation = ?" if relation else "") + " ORDER BY confidence DESC, updated_at DESC")
-        args = [tenant, user_id, *(s.value for s in statuses)] + ([relation.value] if relation else [])
+        args = [tenant, user_id, *(s.value for s in statuses)] + ([relation] if relation else [])
         return [_relation(r) for r in self._db.run(lambda c: c.execute(sql, args).fetchall())]
 
     def scan(self, after_rel_id: str, limit: int) -> list[StoredRelation]:

@@ -51,12 +51,12 @@ from memory.graph import (
     StoredRelation,
     clamp,
 )
-from memory.models import Fact, FactSource, Relation
+from memory.models import Fact, FactSource, RelationName
 from memory.purposes import Grants
 from memory.services.trail import AuditTrail
 from memory.settings import Settings
 from memory.state.reviews import Claim, Review, Reviews
-from memory.vocabulary import decayed, half_life_days, spec
+from memory.vocabulary import Vocabulary, decayed
 
 HUMAN_CONFIRMED = 0.95
 RETRACTED = "retract:"  # the evidence id prefix of a message taken back
@@ -66,7 +66,7 @@ CLAIMS = (FactSource.rule, FactSource.llm, FactSource.human)
 class Belief(BaseModel):
     rel_id: str
     subject: str
-    relation: Relation
+    relation: RelationName
     category: str
     object: str
     concept_id: str
@@ -96,11 +96,12 @@ class SemanticMemory:
     name = "graph_relations"
 
     def __init__(self, store: GraphStore, reviews: Reviews, trail: AuditTrail, settings: Settings,
-                 consent: Callable[[str, str], Grants]) -> None:
+                 vocabulary: Vocabulary, consent: Callable[[str, str], Grants]) -> None:
         self.store = store
         self.reviews = reviews
         self._trail = trail
         self._settings = settings
+        self._vocabulary = vocabulary
         self._consent = consent  # (tenant, user id) → the user's grants now
 
     # --- evidence from the pipeline ----------------------------------------------------------
@@ -113,7 +114,7 @@ class SemanticMemory:
     def _apply_one(self, fact: Fact) -> list[Change]:
         key = RelationKey(tenant=fact.tenant, user_id=fact.user_id, relation=fact.relation,
                           concept_id=ids.concept_id(fact.tenant, fact.object), object=fact.object)
-        rel_id = ids.relation_id(fact.tenant, fact.user_id, fact.relation.value, key.concept_id)
+        rel_id = ids.relation_id(fact.tenant, fact.user_id, fact.relation, key.concept_id)
         evidence = Evidence(evidence_id=fact.evidence_id, source=fact.source, confidence=fact.confidence,
                             message_ids=fact.message_ids, device_id=fact.device_id, session_id=fact.session_id,
                             ts=fact.ts, purposes=fact.purposes)
@@ -124,15 +125,15 @@ class SemanticMemory:
             return [self.store.merge(key, evidence, MergeMode.blend)]
         devices = _devices_of(rows).get(rel_id, set())
         mode = MergeMode.max if _elsewhere(fact, devices) else MergeMode.blend
-        info = spec(fact.relation)
+        info = self._vocabulary.spec(fact.relation)
         if info.single_valued:
             changes = self._one_value(fact, key, rel_id, evidence, mode)
         else:
             changes = [self.store.merge(key, evidence, mode)]
         if info.opposite is not None:
-            opposite_id = ids.relation_id(fact.tenant, fact.user_id, info.opposite.value, key.concept_id)
+            opposite_id = ids.relation_id(fact.tenant, fact.user_id, info.opposite, key.concept_id)
             if any(r.rel_id == opposite_id for r in self.store.relations(fact.tenant, fact.user_id, info.opposite)):
-                changes.append(self._counter(opposite_id, evidence, f"{fact.relation.value} {fact.object}"))
+                changes.append(self._counter(opposite_id, evidence, f"{fact.relation} {fact.object}"))
                 if info.category == "preference":
                     self._review("contradiction", [opposite_id, rel_id], evidence, fact)
         return [c for c in changes if c is not None]
@@ -181,10 +182,10 @@ class SemanticMemory:
         return self.store.scale(rel_id, counter, COUNTER)
 
     def _review(self, kind: str, rel_ids: list[str], evidence: Evidence, fact: Fact) -> Review:
-        relations = {r.rel_id: r for rel in {fact.relation, spec(fact.relation).opposite} if rel
+        relations = {r.rel_id: r for rel in {fact.relation, self._vocabulary.spec(fact.relation).opposite} if rel
                      for r in self.store.relations(fact.tenant, fact.user_id, rel, [Status.active, Status.in_review])}
         devices = self._devices(rel_ids)
-        claims = [Claim(rel_id=r, relation=relations[r].relation.value, object=relations[r].object,
+        claims = [Claim(rel_id=r, relation=relations[r].relation, object=relations[r].object,
                         confidence=relations[r].confidence, devices=sorted(devices.get(r, set())))
                   for r in rel_ids if r in relations]
         return self.reviews.open(fact.tenant, fact.user_id, kind, claims, evidence.evidence_id)
@@ -193,7 +194,7 @@ class SemanticMemory:
         return _devices_of(self.store.evidence(rel_ids))
 
     # --- the user's word ---------------------------------------------------------------------
-    def correct(self, tenant: str, user_id: str, relation: Relation, obj: str, confidence: float,
+    def correct(self, tenant: str, user_id: str, relation: str, obj: str, confidence: float,
                 operator_id: str) -> Change:
         """Set (or create) a belief as the user states it: source human, wins over later extraction. The
         other active value of a single-valued relation is superseded (first, as in ``apply``). Audited."""
@@ -201,13 +202,13 @@ class SemanticMemory:
         self._audit([change], operator_id)
         return change
 
-    def _correct(self, tenant: str, user_id: str, relation: Relation, obj: str, confidence: float,
+    def _correct(self, tenant: str, user_id: str, relation: str, obj: str, confidence: float,
                  operator_id: str) -> Change:
         key = RelationKey(tenant=tenant, user_id=user_id, relation=relation,
                           concept_id=ids.concept_id(tenant, obj), object=obj)
-        rel_id = ids.relation_id(tenant, user_id, relation.value, key.concept_id)
+        rel_id = ids.relation_id(tenant, user_id, relation, key.concept_id)
         replaced = [r for r in self.store.relations(tenant, user_id, relation) if r.rel_id != rel_id] \
-            if spec(relation).single_valued else []
+            if self._vocabulary.spec(relation).single_valued else []
         note = f"set by {operator_id}" + (f"; replaced {', '.join(r.object for r in replaced)}" if replaced else "")
         evidence = Evidence(evidence_id=f"human:{operator_id}:{time.time_ns()}", source=FactSource.human,
                             confidence=confidence, ts=time.time(), note=note,
@@ -240,10 +241,10 @@ class SemanticMemory:
         kept = [c for c in review.claims if c.rel_id in keep]
         for rel in {c.relation for c in kept}:
             values = [c.object for c in kept if c.relation == rel]
-            if spec(Relation(rel)).single_valued and len(values) > 1:
+            if self._vocabulary.spec(rel).single_valued and len(values) > 1:
                 raise InvalidInput(f"a user has one {rel} at a time: keep one of {values}")
         changes = [self._delete(tenant, user_id, c.rel_id, operator_id) for c in review.claims if c not in kept]
-        changes += [self._correct(tenant, user_id, Relation(c.relation), c.object,
+        changes += [self._correct(tenant, user_id, c.relation, c.object,
                                   max(c.confidence, HUMAN_CONFIRMED), operator_id) for c in kept]
         self.reviews.close(review, keep, operator_id)
         done = [c for c in changes if c is not None]
@@ -319,7 +320,7 @@ class SemanticMemory:
         """A belief other messages still support, re-scored from what they say: its confidence now (decayed)
         times what the remaining evidence gives over what it gave with the messages just taken back."""
         now = time.time()
-        held = decayed(rel.confidence, (now - rel.base_ts) / 86400, half_life_days(rel.relation, self._settings))
+        held = decayed(rel.confidence, (now - rel.base_ts) / 86400, self._vocabulary.half_life_days(rel.relation))
         full, rest = _replayed(evidence, before), _replayed(evidence, after)
         score = held * rest / full if full and rest is not None else held
         return self.store.rescore(rel.rel_id, score, self._retraction(
@@ -374,7 +375,7 @@ class SemanticMemory:
         return sorted(beliefs, key=lambda b: (b.status is Status.active, b.confidence), reverse=True)
 
     def _belief(self, rel: StoredRelation, rows: list[EvidenceRow], now: float, consent: Grants) -> Belief:
-        half_life = half_life_days(rel.relation, self._settings)
+        half_life = self._vocabulary.half_life_days(rel.relation)
         age_days = (now - rel.base_ts) / 86400
         effective = decayed(rel.confidence, age_days, half_life) if rel.status is Status.active else 0.0
         steps = [_step(row) for row in rows]
@@ -383,8 +384,9 @@ class SemanticMemory:
         taken_back = _taken_back(rows)
         supporting = _supporting(rows)
         return Belief(
-            rel_id=rel.rel_id, subject=rel.user_id, relation=rel.relation, category=spec(rel.relation).category,
-            object=rel.object, concept_id=rel.concept_id, confidence=round(effective, 4),
+            rel_id=rel.rel_id, subject=rel.user_id, relation=rel.relation,
+            category=self._vocabulary.spec(rel.relation).category, object=rel.object, concept_id=rel.concept_id,
+            confidence=round(effective, 4),
             stored_confidence=rel.confidence, half_life_days=half_life, source=rel.source, status=rel.status,
             updated_at=rel.updated_at,
             message_ids=list(dict.fromkeys(m for r in supporting for m in r.message_ids if m not in taken_back)),
@@ -423,7 +425,7 @@ class SemanticMemory:
             for rel in batch:
                 report.scanned += 1
                 effective = decayed(rel.confidence, (now - rel.base_ts) / 86400,
-                                    half_life_days(rel.relation, self._settings))
+                                    self._vocabulary.half_life_days(rel.relation))
                 if effective < self._settings.retire_below:
                     report.retired += 1
                     if not dry_run:

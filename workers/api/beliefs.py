@@ -9,9 +9,19 @@ from memory.purposes import checked
 from workers.api.deps import Caller, Memory, OperatorId, PathId, QueryPurpose, Tenant, resource_router
 from workers.api.requests import BeliefIn, ResolveIn
 from workers.api.wire import out, out_all
-from workers.schemas import Belief, Profile, Review
+from workers.schemas import Belief, Profile, Review, VocabularyOut, VocabularyRelation
 
 router = resource_router()
+
+
+@router.get("/v1/vocabulary", response_model=VocabularyOut, tags=["semantic memory"])
+def vocabulary(mneme: Memory) -> VocabularyOut:
+    """The relations this deployment keeps about a user (its vocabulary file): category, half-life, whether one
+    value at a time, the opposite, and what each means."""
+    v = mneme.vocabulary
+    return VocabularyOut(source=v.source, relations=[VocabularyRelation(
+        name=s.name, category=s.category, half_life_days=v.half_life_days(s.name), single_valued=s.single_valued,
+        opposite=s.opposite, description=s.description) for s in v.relations.values()])
 
 
 @router.get("/v1/users/{user_id}/profile", response_model=Profile, tags=["semantic memory"])
@@ -32,6 +42,7 @@ def profile(caller: Caller, mneme: Memory, user_id: PathId, include_inactive: bo
 def correct_belief(tenant: Tenant, mneme: Memory, user_id: PathId, body: BeliefIn) -> Belief:
     """Set a belief as the user states it (source human): effective at once, audited, and later
     automatic extraction does not override it. Refused (409) for a child, or a user without consent."""
+    mneme.vocabulary.relation(body.relation)  # 400 naming the vocabulary for a relation it lacks
     reason = mneme.state.policies.get(tenant, user_id).why_no_beliefs()
     if reason:
         raise Conflict(f"no belief can be set for user {user_id!r}: {reason}")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 from pydantic import AfterValidator, BaseModel, Field, model_validator
 
 from memory import models
-from memory.models import BeliefObject, ClientTs, Id
+from memory.models import BeliefObject, ClientTs, Id, RelationName
 from memory.purposes import NAME
 from workers import schemas
 
@@ -23,12 +23,10 @@ if TYPE_CHECKING:  # what a handler holds once the body is read: the library's e
 
     Role: TypeAlias = models.Role
     EventType: TypeAlias = models.EventType
-    Relation: TypeAlias = models.Relation
     Seconds: TypeAlias = float
 else:
     Role = Annotated[schemas.Role, AfterValidator(models.Role)]
     EventType = Annotated[schemas.EventType, AfterValidator(models.EventType)]
-    Relation = Annotated[schemas.Relation, AfterValidator(models.Relation)]
     Seconds = ClientTs
 
 
@@ -75,7 +73,7 @@ class RecallIn(BaseModel):
 
 
 class BeliefIn(BaseModel):
-    relation: Relation
+    relation: RelationName
     object: BeliefObject
     confidence: float = Field(0.95, ge=0.1, le=1.0)
     operator_id: Id = Field("user", description="Who is making the correction (the user, a teacher, an agent).")

@@ -61,7 +61,7 @@ def play(client: MnemeClient) -> bool:
         print(f"  v{m.version} {m.role:9} {m.content}")
     print(f"took {result.took_ms} ms")
 
-    got = {(f.relation.value, f.object) for f in result.facts}
+    got = {(f.relation, f.object) for f in result.facts}
     missing = EXPECTED - got
     confusion = any("s1-4" in e.message_ids for e in result.events)
     if missing or not confusion:
