@@ -11,6 +11,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --upgrade pip
 	# torch 2.13.0 is the local CPU build (pip's find-links); a looser spec would pull a CUDA build
 	$(PY) -m pip install "torch==2.13.0"
+	$(PY) -m pip install -e ./clients/python
 	$(PY) -m pip install -e ".[dev,train,weaviate,neo4j,s3,elasticsearch,mcp]"
 	touch $(STAMP)
 

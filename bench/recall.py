@@ -24,12 +24,12 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
+from mneme_client import MnemeClient
 
 from memory.crypto import keyed_tokens
 from memory.embedding import USEEmbedder
 from memory.text import clean, language, tokenize
 from workers.celery_app import create_celery
-from workers.client import MnemeClient
 from workers.local.stack import Stack, free_port
 
 DATA = Path(__file__).parent / "data"

@@ -207,7 +207,8 @@ def mneme_in_process(users: list[dict], queries: list[dict], embedder, data_dir:
 # --- Mneme through the API and workers ------------------------------------------------------------------
 
 def mneme_stack(users: list[dict], queries: list[dict], data_dir: Path) -> tuple[Ranked, dict]:
-    from workers.client import MnemeClient
+    from mneme_client import MnemeClient
+
     from workers.local.stack import Stack, free_port
 
     stack = Stack(data_dir, api_port=free_port(), beat=False, flower=False, env={"MNEME_REDIS_URL": ""})

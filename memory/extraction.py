@@ -108,7 +108,7 @@ USER_RULES: tuple[Rule, ...] = (
          Relation.age, 0.9, _age),
     # name
     Rule(EventType.identity,
-         _rx(rf"我(?:叫|的名字是|名字叫|的名字叫)\s*([\u4e00-\u9fffA-Za-z·]{{1,12}}?)(?={_STOP}|$|\s)"),
+         _rx(rf"我(?:叫|的名字是|名字叫|的名字叫)\s*(?!什么|啥|谁|哪|多少)([\u4e00-\u9fffA-Za-z·]{{1,12}}?)(?={_STOP}|$|\s)"),
          Relation.name, 0.9),
     Rule(EventType.identity, _rx(r"\b(?:my name is|call me|my name's)\s+([a-z][\w'-]{0,30})"), Relation.name, 0.9),
     # grade / school stage

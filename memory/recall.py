@@ -70,6 +70,10 @@ INFERRED_TYPES: tuple[tuple[re.Pattern[str], frozenset[EventType]], ...] = tuple
         (r"我(?:今年)?(?:几|多大)岁|我多大|how old am i|my age", {EventType.age_declaration}),
         (r"我叫什么|我的名字|what'?s my name|my name", {EventType.identity}),
         (r"几年级|年级|which grade|what grade|what year", {EventType.identity}),
+        (r"(?:我|i).{0,4}(?:住在?哪|家在哪|来自哪)|where (?:do|did) i live|where i live|where am i (?:from|based)",
+         {EventType.identity}),
+        (r"我(?:是)?(?:做什么|干什么|干啥)(?:工作)?的|我的(?:工作|职业)是|what do i do for a living|"
+         r"what'?s my (?:job|occupation)", {EventType.identity}),
         (r"(?:我|i).{0,6}(?:喜欢|爱|偏好|like|love|prefer)", {EventType.preference}),
         (r"(?:我|i).{0,6}(?:讨厌|不喜欢|hate|dislike|can'?t stand)", {EventType.dislike}),
         (r"搞混|混淆|分不清|不懂|没懂|confus|mix(?:ed)? up|don'?t understand", {EventType.concept_confusion}),

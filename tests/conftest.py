@@ -11,11 +11,11 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from mneme_client import MnemeClient
 
 from memory.mneme import Mneme
 from tests.server_process import ServerProcess
 from tests.stacks import running_stack
-from workers.client import MnemeClient
 from workers.local.cluster import LocalCluster
 from workers.local.stack import Stack
 

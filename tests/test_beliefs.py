@@ -7,6 +7,7 @@ import time
 
 import httpx
 import pytest
+from mneme_client import MnemeAPIError
 
 from memory import ids
 from memory.errors import InvalidInput
@@ -15,7 +16,6 @@ from memory.models import Fact, FactSource, Relation
 from memory.services.semantic import SemanticMemory
 from memory.state.reviews import Reviews
 from memory.vocabulary import load_vocabulary
-from workers.client import MnemeAPIError
 
 
 def say(client, uid, texts, session="s1", device=None, start=0):

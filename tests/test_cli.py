@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from mneme_client import MnemeClient
 from typer.testing import CliRunner
 
 from memory import ids
@@ -27,7 +28,6 @@ from memory.state.deadletters import DeadLetters
 from tests.accepted import write_job
 from workers.celery_app import create_celery
 from workers.cli import app
-from workers.client import MnemeClient
 from workers.local.stack import Stack, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,7 +77,7 @@ def accepted_job(runtime) -> str:
 @pytest.fixture(scope="module")
 def remembered(stack):
     """Two users with long-term memory, so maintenance has users to page through."""
-    from workers.client import MnemeClient
+    from mneme_client import MnemeClient
 
     uid = uuid.uuid4().hex[:10]
     with MnemeClient(stack.api_url) as c:

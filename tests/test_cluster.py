@@ -15,13 +15,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from mneme_client import MnemeAPIError, MnemeClient
 from redis.crc import key_slot
 
 from memory import ids
 from memory.mneme import Mneme
 from memory.state import keys
 from tests.polling import wait_until
-from workers.client import MnemeAPIError, MnemeClient
 from workers.local.cluster import LocalCluster, LocalNode
 from workers.local.stack import Stack, free_port
 

@@ -128,3 +128,8 @@ def test_asking_for_short_answers_is_a_response_preference(text, preference):
 ])
 def test_a_short_answer_or_a_short_thing_is_no_response_preference(text):
     assert not any(r == "response_preference" for r, _ in facts(text))
+
+
+def test_asking_for_ones_own_name_is_not_a_name():
+    assert facts("我叫什么？") == set() and facts("我的名字是什么") == set() and facts("我叫谁来着") == set()
+    assert facts("我叫李雷。") == {("name", "李雷")}

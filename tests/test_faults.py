@@ -46,6 +46,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from mneme_client import MnemeClient
 
 from memory import ids
 from memory.audit import verify
@@ -63,7 +64,6 @@ from tests.accepted import reopen_job, write_job
 from tests.polling import wait_until
 from tests.stacks import restarted
 from workers.celery_app import create_celery
-from workers.client import MnemeClient
 from workers.local.stack import Stack, free_port
 
 TENANT = "default"

@@ -6,10 +6,10 @@ import time
 
 import httpx
 import pytest
+from mneme_client import MnemeAPIError
 
 from memory.pipeline import CONTEXT_NOTE
 from tests.polling import wait_until
-from workers.client import MnemeAPIError
 
 
 def test_system_and_tool_messages_are_context_in_the_window_never_memory(client, uid):

@@ -5,12 +5,12 @@ answers, the message is never lost."""
 import time
 
 import pytest
+from mneme_client import MnemeClient
 
 from memory.mneme import Mneme
 from memory.state import keys
 from tests.llm_stub import StubLLM
 from tests.stacks import restarted, running_stack
-from workers.client import MnemeClient
 
 
 @pytest.fixture(scope="module")

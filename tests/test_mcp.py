@@ -18,10 +18,10 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mneme_client import MnemeClient
 
 from tests.polling import wait_until
 from tests.stacks import running_stack
-from workers.client import MnemeClient
 from workers.local.stack import free_port
 
 ROOT = Path(__file__).resolve().parents[1]

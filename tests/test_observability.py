@@ -17,6 +17,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from mneme_client import MnemeClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from memory import extraction, logs, telemetry
@@ -30,7 +31,6 @@ from tests.llm_stub import StubLLM
 from tests.stacks import running_stack
 from workers.api.observability import install
 from workers.celery_app import QUEUES
-from workers.client import MnemeClient
 from workers.local.stack import free_port
 
 

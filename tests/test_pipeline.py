@@ -7,6 +7,7 @@ import uuid
 
 import httpx
 import pytest
+from mneme_client import MnemeClient
 
 from memory import ids
 from memory.models import Role
@@ -16,7 +17,6 @@ from tests.accepted import reopen_job, write_job
 from tests.polling import wait_until
 from tests.stacks import restarted
 from workers.celery_app import create_celery
-from workers.client import MnemeClient
 from workers.local import demo
 
 

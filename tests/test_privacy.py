@@ -7,6 +7,7 @@ import time
 
 import httpx
 import pytest
+from mneme_client import MnemeClient
 
 import beat_schedule
 from memory import ids
@@ -16,7 +17,6 @@ from memory.state import keys
 from tests.polling import wait_until
 from tests.stacks import running_stack
 from workers.celery_app import ROUTES, create_celery
-from workers.client import MnemeClient
 
 
 @pytest.fixture(scope="module")

@@ -6,11 +6,11 @@ import time
 
 import httpx
 import pytest
+from mneme_client import MnemeAPIError
 
 from memory.episodic import ALL_STATUSES
 from memory.models import Fact, Relation
 from tests.polling import wait_until
-from workers.client import MnemeAPIError
 
 TENANT = "default"
 

@@ -9,6 +9,7 @@ import time
 
 import httpx
 import pytest
+from mneme_client import MnemeAPIError, MnemeClient
 
 from memory.audit import verify
 from memory.mneme import Mneme
@@ -17,7 +18,6 @@ from memory.userhash import user_hash
 from tests.polling import wait_until
 from tests.stacks import restarted, running_stack
 from workers.celery_app import create_celery
-from workers.client import MnemeAPIError, MnemeClient
 
 REDRIVE_AFTER_S = 2  # how long a record is held before the redrive re-sends it (beat is off here)
 

@@ -6,9 +6,9 @@ import time
 
 import httpx
 import pytest
+from mneme_client import MnemeClient
 
 from tests.stacks import running_stack
-from workers.client import MnemeClient
 
 
 def _spin(stop) -> None:

@@ -6,11 +6,11 @@ import time
 
 import httpx
 import pytest
+from mneme_client import MnemeClient
 
 from memory.episodic import ALL_STATUSES
 from memory.mneme import Mneme
 from tests.stacks import running_stack
-from workers.client import MnemeClient
 
 DAY = 86400.0
 

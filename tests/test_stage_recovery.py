@@ -9,9 +9,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from mneme_client import MnemeClient
 
 from tests.stacks import running_stack
-from workers.client import MnemeClient
 
 
 @pytest.fixture(scope="module")

@@ -5,12 +5,12 @@ import json
 
 import httpx
 import pytest
+from mneme_client import MnemeClient
 
 from memory.errors import InvalidInput
 from memory.mneme import Mneme
 from memory.state import keys
 from tests.stacks import running_stack
-from workers.client import MnemeClient
 
 
 @pytest.fixture(scope="module")

@@ -6,13 +6,13 @@ import time
 
 import httpx
 import pytest
+from mneme_client import MnemeAPIError
 
 from memory import ids
 from memory.episodic import ALL_STATUSES
 from memory.state import keys
 from tests.polling import wait_until
 from workers.celery_app import create_celery
-from workers.client import MnemeAPIError
 
 TENANT = "default"
 

@@ -6,6 +6,7 @@ import time
 
 import httpx
 import pytest
+from mneme_client import MnemeClient
 
 from memory.errors import ConfigurationError
 from memory.extraction import extract
@@ -13,7 +14,6 @@ from memory.llm import system_prompt
 from memory.models import EventType, Message, Role
 from memory.vocabulary import Vocabulary, load_vocabulary
 from tests.stacks import running_stack
-from workers.client import MnemeClient
 
 PETS = """
 default_half_life_days = 20

@@ -1,4 +1,4 @@
-"""The wire models (``workers.schemas``) against the library's own classes, and a client that loads no server.
+"""The wire models (``mneme_client.models``) against the library's own classes, and a client that loads no server.
 
 No server, no Redis: the API declares the wire classes and FastAPI reads the library's objects into them,
 so each must have the library's fields (and each enum its members), and what the client imports must stay
@@ -10,11 +10,11 @@ import typing
 from enum import StrEnum
 
 import pytest
+from mneme_client import models as schemas
 
 from memory import feedback, graph, models, recall
 from memory.services import episodic, privacy, semantic
 from memory.state import jobs, policy, reviews, working
-from workers import schemas
 from workers.api import ROUTERS
 
 ENUMS = {
@@ -89,7 +89,7 @@ def test_policy_reads_long_term_like_the_library():
 
 def test_every_route_answers_with_a_wire_model():
     declared = [(r.path, r.response_model) for router in ROUTERS for r in router.routes]
-    assert len(declared) == 28  # operations (26 paths)
+    assert len(declared) == 29  # operations (26 paths)
     for path, model in declared:
         if typing.get_origin(model) is dict:  # a plain JSON object ({"deleted": …})
             continue
@@ -108,8 +108,8 @@ def test_the_library_reads_into_the_wire_model():
 
 
 def test_client_imports_no_server_code():
-    probe = ("import sys, workers.client; print(len(sys.modules)); "
-             "assert not any(m == 'memory' or m.startswith('memory.') or m in ('numpy', 'redis') "
+    probe = ("import sys, mneme_client; print(len(sys.modules)); "
+             "assert not any(m.split('.')[0] in ('memory', 'workers', 'tasks', 'numpy', 'redis') "
              "for m in sys.modules), sorted({m.split('.')[0] for m in sys.modules})")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -5,8 +5,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
-from workers.client import MnemeAPIError
+from mneme_client import MnemeAPIError
 
 
 def post(client, uid, i, content="hello", role="user", ts=None, session=None, user=None, **kw):
@@ -102,7 +101,7 @@ def test_a_session_belongs_to_one_user(client, uid):
 
 def test_concurrent_writers_never_lose_a_message(client, uid, stack):
     def write(i):
-        from workers.client import MnemeClient
+        from mneme_client import MnemeClient
 
         with MnemeClient(stack.api_url) as c:
             return post(c, uid, i, f"并发 {i}", ts=1_700_000_000 + i % 7)

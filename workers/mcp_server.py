@@ -1,7 +1,7 @@
 """Mneme as an MCP server: five tools an agent calls to remember, recall, inspect and erase a user's memory,
 and to record the user's consent to long-term memory.
 
-Thin by design: every tool is one call to the HTTP API through `workers.client.MnemeClient`, reshaped into
+Thin by design: every tool is one call to the HTTP API through `mneme_client.MnemeClient`, reshaped into
 a compact JSON result; all memory logic stays behind the API. Configuration:
 
 - ``MNEME_API_URL``: the Mneme API; unset = the stack running from the data dir (``MNEME_DATA_DIR``, default
@@ -28,13 +28,13 @@ import httpx
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
+from mneme_client import MnemeAPIError, MnemeClient
+from mneme_client.models import Id
 from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs typing_extensions' TypedDict before Python 3.12
 
 from memory.settings import Settings
-from workers.client import MnemeAPIError, MnemeClient
 from workers.local.stack import find_running
-from workers.schemas import Id
 
 INSTRUCTIONS = """\
 Mneme is the long-term memory of your conversations with a user (Chinese, English or both).

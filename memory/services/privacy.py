@@ -212,6 +212,23 @@ class Privacy:
                             *self._trail.graph_changes(changes, operator_id)])
         return receipt
 
+    def delete_message(self, tenant: str, session_id: str, message_id: str, operator_id: str,
+                       task: RetractTask | None = None) -> DeletionReceipt:
+        """Take one message back (撤回 that message, not only the latest): out of working memory
+        (``WorkingMemory.take_back``, which sends ``task`` as an undo does) and now what long-term memory made of
+        it, following provenance — its events go, a belief only it supported is removed, one others support is
+        re-scored. Audited; the receipt lists it (empty if it was taken back before)."""
+        retraction = self._state.working.take_back(tenant, session_id, message_id, task)
+        if retraction is None:
+            return DeletionReceipt.of(None, 0, [], [], session_id=session_id)
+        removed, changes = self.forget_messages(tenant, retraction.user_id, retraction.message_ids,
+                                                why="taken back (撤回)")
+        receipt = DeletionReceipt.of(None, removed, [message_id], changes, session_id=session_id)
+        self._trail.submit([self._trail.record(tenant, retraction.user_id, "message.delete", operator_id, "human",
+                                               fields={"session_id": session_id, **receipt.audited}),
+                            *self._trail.graph_changes(changes, operator_id)])
+        return receipt
+
     def delete_type(self, tenant: str, user_id: str, event_type: EventType, operator_id: str) -> DeletionReceipt:
         """Delete every stored event of one type (e.g. all small talk), and what the messages they were made
         from stood for in the graph: a belief only they supported is removed (retired), one others support

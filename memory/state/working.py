@@ -341,6 +341,25 @@ class WorkingMemory:
             self._dispatch.push([task(retraction.message_ids, retraction.user_id)])
         return retraction
 
+    def take_back(self, tenant: str, session_id: str, message_id: str, task: RetractTask | None = None
+                  ) -> Retraction | None:
+        """Take one message back, wherever it is: out of the window into a new version if the window holds it,
+        marked retracted (its id is not accepted again; work still queued for it is dropped) and the retraction
+        recorded in the same step, ``task`` sent after it, as for an undo. None if it was taken back before;
+        404 for a session or message that does not exist."""
+        s = self._settings
+        reply = self._run(tenant, session_id, "rollback", f"id:{message_id}", s.versions_kept, s.session_ttl_s,
+                          tenant, session_id)
+        if reply[0] == "missing":
+            raise NotFound(f"session {session_id!r} has no message {message_id!r}")
+        self._raise_for(reply, session_id, None)
+        if not reply[5]:
+            return None
+        retraction = Retraction.of(reply[5])
+        if task is not None:
+            self._dispatch.push([task(retraction.message_ids, retraction.user_id)])
+        return retraction
+
     def retraction_done(self, retraction: Retraction) -> None:
         """``memory.retract`` removed what long-term memory made of these messages."""
         self._redis.zrem(keys.retracting(ids.shard(retraction.tenant, retraction.session_id)), retraction.member())

@@ -6,7 +6,7 @@ One router per resource, each handler a call into the library with the dependenc
 (the runtime, the caller's tenant, id types): :mod:`.messages` (working memory), :mod:`.recall`,
 :mod:`.beliefs` (semantic memory), :mod:`.users` (privacy), :mod:`.history` (a user's sessions and events,
 listed), :mod:`.feedback`, :mod:`.jobs`, :mod:`.health`; :mod:`.docs` serves ``/docs`` offline.
-Bodies in: :mod:`.requests`; bodies out: :mod:`workers.schemas`; errors: :mod:`.errors`.
+Bodies in: :mod:`.requests`; bodies out: :mod:`mneme_client.models`; errors: :mod:`.errors`.
 """
 
 from __future__ import annotations

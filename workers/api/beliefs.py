@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from mneme_client.models import Belief, Profile, Review, VocabularyOut, VocabularyRelation
+
 from memory.errors import Conflict, NotFound
 from memory.purposes import checked
 from workers.api.deps import Caller, Memory, OperatorId, PathId, QueryPurpose, Tenant, resource_router
 from workers.api.requests import BeliefIn, ResolveIn
 from workers.api.wire import out, out_all
-from workers.schemas import Belief, Profile, Review, VocabularyOut, VocabularyRelation
 
 router = resource_router()
 

@@ -14,12 +14,12 @@ from typing import Any
 from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from mneme_client.models import ErrorBody
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memory.errors import MnemeError, RateLimited, TransientError
 from memory.state.client import RedisFailure
 from workers.api.strict_json import problem
-from workers.schemas import ErrorBody
 
 _RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before trying again.", "schema": {"type": "integer"}}}
 #: Documented on every route: what each status means here.

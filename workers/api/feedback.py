@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from mneme_client.models import FeedbackResult, Metrics
+
 from memory import feedback as library
 from memory.feedback import FeedbackIn
 from workers.api.deps import Memory, Tenant, resource_router
 from workers.api.wire import out
-from workers.schemas import FeedbackResult, Metrics
 
 router = resource_router()
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from fastapi.responses import JSONResponse
+from mneme_client.models import Health
 
 from workers.api.deps import Memory, resource_router
 from workers.celery_app import QUEUES
-from workers.schemas import Health
 
 router = resource_router()
 

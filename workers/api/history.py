@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Query
+from mneme_client.models import Events, ListedEvent, Sessions, SessionSummary
 
 from memory.errors import InvalidInput
 from workers.api.deps import Caller, Memory, PathId, resource_router
 from workers.api.requests import EventType
 from workers.api.wire import out_all
-from workers.schemas import Events, ListedEvent, Sessions, SessionSummary
 
 router = resource_router()
 MAX_MESSAGE_IDS = 100

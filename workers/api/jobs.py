@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from mneme_client.models import JobStatus
+
 from memory.errors import NotFound
 from workers.api.deps import Memory, PathId, Tenant, resource_router
 from workers.api.wire import out
-from workers.schemas import JobStatus
 
 router = resource_router()
 

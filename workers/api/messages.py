@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import uuid
 
+from mneme_client.models import DeletionReceipt, ErrorBody, FullMessage, MessageAccepted, RolledBack, SessionView
+
 from memory import ids
 from memory.errors import InvalidInput
 from memory.logs import request_id
@@ -21,7 +23,6 @@ from workers.api.deps import ExtractionSends, Memory, OperatorId, PathId, Tenant
 from workers.api.requests import MessageIn, RollbackIn
 from workers.api.wire import out
 from workers.celery_app import ROUTES
-from workers.schemas import DeletionReceipt, ErrorBody, FullMessage, MessageAccepted, RolledBack, SessionView
 
 EXTRACT_QUEUE = ROUTES["memory.extract"]
 router = resource_router()
@@ -91,6 +92,18 @@ def retraction_task(tenant: str, session_id: str) -> RetractTask:
         return task_message("memory.retract", str(uuid.uuid4()), kwargs, EXTRACT_QUEUE, request_id.get())
 
     return task
+
+
+@router.delete("/v1/sessions/{session_id}/messages/{message_id}", response_model=DeletionReceipt,
+               tags=["working memory"])
+def delete_message(tenant: Tenant, mneme: Memory, session_id: PathId, message_id: PathId,
+                   operator_id: OperatorId = "user") -> DeletionReceipt:
+    """Take one message back (撤回 that message, wherever it is — the undo takes only the latest): out of the
+    window (a new version), and what long-term memory made of it, following provenance — its events go, a
+    belief only it supported is removed, one others support is re-scored. Its id is not accepted again; work
+    still queued for it is dropped. The receipt lists it (empty if it was taken back before). Audited."""
+    return out(DeletionReceipt, mneme.privacy.delete_message(tenant, session_id, message_id, operator_id,
+                                                             task=retraction_task(tenant, session_id)))
 
 
 @router.delete("/v1/sessions/{session_id}", response_model=DeletionReceipt, tags=["working memory"])

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from mneme_client.models import RecallResult
+
 from memory.purposes import checked
 from memory.recall import recall
 from workers.api.deps import Caller, Memory, resource_router
 from workers.api.requests import RecallIn
 from workers.api.wire import out
-from workers.schemas import RecallResult
 
 router = resource_router()
 

@@ -1,4 +1,4 @@
-"""The request bodies the API reads. They stay with the server, not in :mod:`workers.schemas`, because they
+"""The request bodies the API reads. They stay with the server, not in :mod:`mneme_client.models`, because they
 validate with the library's rules: the id pattern (``memory.models.Id``), how ``client_ts`` is read
 (``ClientTs``), how a belief's object is cleaned (``BeliefObject``, through ``memory.text``). The client sends
 plain JSON and needs none of it. (``POST /v1/feedback`` reads the library's own ``memory.feedback.FeedbackIn``.)
@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated
 
+from mneme_client import models as schemas
 from pydantic import AfterValidator, BaseModel, Field, model_validator
 
 from memory import models
 from memory.models import BeliefObject, ClientTs, Id, RelationName
 from memory.purposes import NAME
-from workers import schemas
 
 if TYPE_CHECKING:  # what a handler holds once the body is read: the library's enum, an epoch float
     from typing import TypeAlias

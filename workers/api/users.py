@@ -7,12 +7,12 @@ import logging
 from typing import Any
 
 from fastapi import Query
+from mneme_client.models import ConsentChange, DeletionReceipt, Policy, Purposes, Read, Reads, Receipt
 
 from memory.purposes import checked
 from workers.api.deps import Caller, Memory, OperatorId, PathId, PathPurpose, Tenant, resource_router
 from workers.api.requests import ChildIn, ConsentIn, EventType
 from workers.api.wire import out
-from workers.schemas import ConsentChange, DeletionReceipt, Policy, Purposes, Read, Reads, Receipt
 
 log = logging.getLogger("mneme.api")
 router = resource_router()

@@ -1,4 +1,4 @@
-"""The API's boundary on the way out: domain objects as wire schemas (``workers.schemas``).
+"""The API's boundary on the way out: domain objects as wire schemas (``mneme_client.models``).
 
 The library's models (``memory``) and the wire schemas are separate types with the same fields
 (``tests/test_wire.py`` holds them equal); a handler maps what a service returns with ``out``. (On the way

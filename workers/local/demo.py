@@ -8,7 +8,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from workers.client import MnemeClient
+from mneme_client import MnemeClient
+
 from workers.local.stack import Stack, free_port
 
 USER = "demo_student"

@@ -269,18 +269,44 @@ if op == 'child' then
 end
 
 if op == 'rollback' then
-  -- ARGV: op, target ('undo' | version), kept, ttl, tenant, session_id
+  -- ARGV: op, target ('undo' | 'id:<message_id>' | version), kept, ttl, tenant, session_id
   -- 'undo' takes the most recently appended message still in the window (the highest seq) out of the
-  -- head's snapshot; a version restores that kept snapshot. Either way, each message the new version no
-  -- longer holds is marked retracted in `ids` ("seq|hash|r") and, in this same step, the retraction is
-  -- recorded in the shard's `retracting` set ("tenant\x1fuser\x1fsession\x1fid,id…" → when), until
-  -- memory.retract, which the caller queues, has removed what long-term memory made of them (the redrive
-  -- re-sends one left there). Replies 'ok', version, target, the records taken out, owner, retraction.
+  -- head's snapshot; 'id:<message_id>' takes that one message back, wherever it is (out of the window into a
+  -- new version if the window holds it; one that has left the window is taken back all the same); a version
+  -- restores that kept snapshot. Each message taken back is marked retracted in `ids` ("seq|hash|r") and, in
+  -- this same step, the retraction is recorded in the shard's `retracting` set
+  -- ("tenant\x1fuser\x1fsession\x1fid,id…" → when), until memory.retract, which the caller queues, has removed
+  -- what long-term memory made of them (the redrive re-sends one left there). Replies 'ok', version, target,
+  -- the records taken out of the window, owner, retraction; 'missing' for an id the session never took.
   local head = tonumber(redis.call('HGET', meta, 'head'))
   if not head then return {'nosession'} end
   local previous = snapshot(head) or {}
   local current = expand(previous)
   local spans, target
+  local named = string.match(ARGV[2], '^id:(.+)$')
+  if named then
+    local seen = redis.call('HGET', ids, named)
+    if not seen then return {'missing', head} end
+    local user = redis.call('HGET', meta, 'user') or ''
+    if string.sub(seen, -2) == '|r' then return {'ok', head, -1, {}, user, ''} end  -- taken back before
+    local seq = tonumber(string.match(seen, '^(%d+)|'))
+    local rest, held = {}, false
+    for _, n in ipairs(current) do
+      if n == seq then held = true else rest[#rest + 1] = n end
+    end
+    local gone, version = {}, head
+    if held then
+      gone = redis.call('HMGET', msg, seq)
+      local mono
+      version, mono = commit(runs(rest), tonumber(ARGV[3]), head, previous, redis.call('HGET', meta, 'mono') == '1')
+      redis.call('HSET', meta, 'head', version, 'mono', mono and 1 or 0)
+    end
+    redis.call('HSET', ids, named, seen .. '|r')
+    expire_all(tonumber(ARGV[4]))
+    local retraction = table.concat({ARGV[5], user, ARGV[6], named}, '\031')
+    redis.call('ZADD', retracting, redis.call('TIME')[1], retraction)
+    return {'ok', version, -1, gone, user, retraction}
+  end
   if ARGV[2] == 'undo' then
     if #current == 0 then return {'empty', head} end
     local top = 0

@@ -1,12 +1,13 @@
-"""The wire models: every body the HTTP API answers with, as the server declares it and the client parses it.
+"""The wire models: every body the Mneme HTTP API answers with — the server declares its responses with these
+classes and the client parses them. pydantic and the standard library only.
 
-pydantic and the standard library only — no ``memory`` import — so ``workers.client`` loads without the
-server. The library keeps its own domain classes and returns them; each route declares the class here as its
-``response_model`` and FastAPI reads the domain object into it (by attribute: the fields match, which
-``tests/test_wire.py`` checks, with the enums' members). The request bodies validate with the library's rules
-and live with the server (``workers.api.requests``); the client sends plain JSON.
+The server's library keeps its own domain classes and returns them; each route declares the class here as its
+``response_model`` and FastAPI reads the domain object into it by attribute (the server's tests hold the fields,
+and the enums' members, equal). The request bodies validate with the server's rules and live with the server;
+the client sends plain JSON.
 
-No class here has a docstring of its own: it would become its schema's description in the OpenAPI document.
+No class here has a docstring of its own unless its schema should carry it: it becomes the schema's description
+in the OpenAPI document.
 """
 
 from __future__ import annotations
