@@ -1,21 +1,34 @@
 # Two commands on a fresh machine: `make run` and `make test`. Everything installs into .venv.
+# `make run` installs what running needs (the server, its Python client, the default numpy embedder);
+# `make test` adds the test tools, every optional backend and extra (torch among them: the sentence-transformers
+# embedders and the LoRA tuner), the TypeScript client's npm packages and Debian's Chromium for the browser tests.
 PYTHON ?= python3.11
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed
+RUN    := $(VENV)/.run-installed
+DEV    := $(VENV)/.dev-installed
+EXTRAS := dev,torch,train,weaviate,neo4j,s3,elasticsearch,mcp
 
-.PHONY: install run demo test test-fast test-stack bench bench-recall clean
+.PHONY: install install-dev run demo test test-fast test-stack bench bench-recall clean
 
-$(STAMP): pyproject.toml
+$(RUN): pyproject.toml clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
+	$(PY) -m pip install -e ./clients/python -e .
+	touch $(RUN)
+
+$(DEV): $(RUN) clients/typescript/package-lock.json web/memory-page/package-lock.json
 	# torch 2.13.0 is the local CPU build (pip's find-links); a looser spec would pull a CUDA build
 	$(PY) -m pip install "torch==2.13.0"
-	$(PY) -m pip install -e ./clients/python
-	$(PY) -m pip install -e ".[dev,train,weaviate,neo4j,s3,elasticsearch,mcp]"
-	touch $(STAMP)
+	$(PY) -m pip install -e "./clients/python[langchain]" -e ".[$(EXTRAS)]"
+	npm ci --prefix clients/typescript --no-audit --no-fund
+	npm ci --prefix web/memory-page --no-audit --no-fund
+	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+	touch $(DEV)
 
-install: $(STAMP)
+install: $(RUN)
+
+install-dev: $(DEV)
 
 run: install
 	$(PY) -m workers.local.stack
@@ -27,24 +40,24 @@ demo: install
 # on two pytest workers, a test file per worker (a file's tests share its stack and run in order).
 LANE = -n 2 --dist loadfile
 
-test: install
+test: install-dev
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 	$(PY) -m pytest -m "not stack" $(LANE)
 	$(PY) -m pytest -m stack $(LANE)
 
-test-fast: install
+test-fast: install-dev
 	$(PY) -m pytest -m "not stack" $(LANE)
 
-test-stack: install
+test-stack: install-dev
 	$(PY) -m pytest -m stack $(LANE)
 
 clean:
-	rm -rf $(VENV) var
+	rm -rf $(VENV) var clients/typescript/node_modules clients/typescript/dist
 
-bench: install
+bench: install-dev
 	$(PY) -m bench.bench
 
-bench-recall: install
+bench-recall: install-dev
 	$(PY) -m bench.recall
 	$(PY) -m bench.recall_long

@@ -129,8 +129,12 @@ class SentenceTransformerEmbedder:
     def __init__(self, target: str, threads: int = 1, batch_size: int = 64) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        import torch
-        from sentence_transformers import SentenceTransformer
+        try:
+            import torch
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise ConfigurationError(f"sentence-transformers embedders need torch: pip install 'mneme[torch]' ({exc})"
+                                     ) from exc
 
         torch.set_num_threads(threads)
         self.name = target

@@ -26,6 +26,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
+from memory import page_links
 from memory.archive import ColdStore
 from memory.audit import AuditSink
 from memory.crypto import UserKeys, load_master_key
@@ -78,6 +79,11 @@ class Mneme:
     def user_hash_key(self) -> bytes:
         """Keys every hashed user id (``memory.userhash``): audit records, receipts, tombstones."""
         return hashing_key(load_master_key(self.settings))
+
+    @cached_property
+    def page_key(self) -> bytes:
+        """Signs and checks memory-page links (``memory.page_links``)."""
+        return page_links.page_key(load_master_key(self.settings))
 
     @cached_property
     def user_keys(self) -> UserKeys:

@@ -29,6 +29,7 @@ from memory.errors import InvalidInput, NotFound
 from memory.extraction import extract
 from memory.mneme import Mneme
 from memory.models import REMEMBERED_ROLES, Event, EventType, Extraction, Fact, Message, Relation
+from memory.progress import Tick
 from memory.state.jobs import Declaration, JobInput, JobWork
 from memory.state.policy import CHILD_AGE, Policy
 
@@ -334,7 +335,7 @@ def tuning_stage(mneme: Mneme, pairs_path: Path | None, *, publish: bool, dry_ru
     return {**report.model_dump(), "published": publish, "dry_run": False}
 
 
-def decay_stage(mneme: Mneme, *, dry_run: bool, limit: int,
-                batch_size: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    report = mneme.semantic.decay(dry_run=dry_run, limit=limit, batch_size=batch_size)
+def decay_stage(mneme: Mneme, *, dry_run: bool, limit: int, batch_size: int,
+                tick: Tick | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    report = mneme.semantic.decay(dry_run=dry_run, limit=limit, batch_size=batch_size, tick=tick)
     return report.model_dump(), mneme.trail.graph_changes(report.changes, operator_id="decay")

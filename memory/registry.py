@@ -50,7 +50,7 @@ BACKENDS: dict[str, dict[str, tuple[str, str]]] = {
     },
     "embedder": {
         "use": ("memory.embedding:USEEmbedder", ""),
-        "sentence-transformers": ("memory.embedding:SentenceTransformerEmbedder", ""),
+        "sentence-transformers": ("memory.embedding:SentenceTransformerEmbedder", "torch"),
     },
     "audit": {
         "file": ("memory.audit.file:FileAuditLog", ""),

@@ -516,6 +516,14 @@ class GraphContract:
         assert {r.user_id for r in seen} == {ids("u0"), ids("u1"), ids("u2")}
         assert {r.rel_id: r for r in seen}[self.rel_id(keys[0])] == self.one(store, keys[0])
 
+    def test_active_count_counts_what_a_scan_walks(self, store, ids):
+        before = store.active_count()  # the store may be shared: count what this test adds
+        keys = [self.key(ids, f"c{i}", user=f"u{i % 2}") for i in range(4)]
+        for k in keys:
+            store.merge(k, self.ev(ids, "e1", 0.5), BLEND)
+        store.set_status(self.rel_id(keys[0]), Status.retired, self.ev(ids, "r1"))
+        assert store.active_count() == before + 3
+
     def test_scan_after_the_last_rel_id_is_empty(self, store, ids):
         store.merge(self.key(ids, "x"), self.ev(ids, "e1"), BLEND)
         assert store.scan("r_\uffff", 10) == []

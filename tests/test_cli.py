@@ -319,6 +319,30 @@ def test_run_dry_run_prints_the_report(cli, remembered, task, fields):
         assert report["resent"] == 0
 
 
+@pytest.mark.parametrize(("args", "shown"), [
+    (["run", "noise", "--dry-run"], r"noise: users .*━.* (\d+)/\1 [\d,.]+ users/s"),
+    (["run", "decay", "--dry-run"], r"decay: beliefs .*━.* (\d+)/\1 [\d,.]+ beliefs/s"),
+])
+def test_long_work_shows_a_progress_bar_with_counts_and_rate(stack, remembered, args, shown):
+    env = {k: v for k, v in stack.env.items() if k.startswith("MNEME_")}
+    runner = CliRunner(env={**env, "COLUMNS": "160", "TTY_COMPATIBLE": "1", "TTY_INTERACTIVE": "0"})
+    result = runner.invoke(app, args, catch_exceptions=False)
+    assert result.exit_code == 0 and re.search(shown, plain(result.stderr)), result.stderr
+
+
+def test_export_shows_its_progress_store_by_store(stack, client, uid, tmp_path):
+    a, _ = remember_two_users(client, uid, bob_message_id="b9")
+    env = {k: v for k, v in stack.env.items() if k.startswith("MNEME_")}
+    runner = CliRunner(env={**env, "COLUMNS": "160", "TTY_COMPATIBLE": "1", "TTY_INTERACTIVE": "0"})
+    result = runner.invoke(app, ["export", a, "--out", str(tmp_path / "a.json")], catch_exceptions=False)
+    assert result.exit_code == 0 and re.search(rf"export {a}: stores .* (\d+)/\1 ", plain(result.stderr)), result.stderr
+
+
+def plain(terminal: str) -> str:
+    """What a terminal shows of ``terminal``: its colour and cursor codes gone."""
+    return re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", terminal)
+
+
 def test_run_pages_users_with_limit_and_batch_size(cli, remembered):
     result = cli("run", "noise", "--dry-run", "--limit", "3", "--batch-size", "1")
     assert result.exit_code == 0, result.output

@@ -55,6 +55,9 @@ def test_every_endpoint_through_the_sync_client(stack, uid):
         likes = next(b for b in profile.beliefs if b.relation == "likes")
         belief = mneme.correct(user, "age", "17")
         assert isinstance(belief, Belief) and belief.source == "human"
+        steps = mneme.history(user, belief.rel_id).steps
+        assert [s.action for s in steps][-1] == "merge:human" and steps[-1].after == pytest.approx(0.95)
+        assert mneme.page_link(user).url.startswith(f"{stack.api_url}/memory#token=")
         assert mneme.feedback(user_id=user, useful=True, rel_id=belief.rel_id).target == belief.rel_id
         assert mneme.delete_belief(user, likes.rel_id) == likes.rel_id
         assert mneme.reviews(user) == []

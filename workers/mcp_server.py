@@ -28,7 +28,7 @@ import httpx
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from mneme_client import MnemeAPIError, MnemeClient
+from mneme_client import ConnectionFailed, MnemeAPIError, MnemeClient, Retries
 from mneme_client.models import Id
 from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs typing_extensions' TypedDict before Python 3.12
@@ -67,12 +67,12 @@ def _api() -> Iterator[MnemeClient]:
     url, why = api_url()
     try:
         # the read audit names the agent reading: the MCP server's agent, or "mcp"
-        with MnemeClient(url, api_key=os.environ.get("MNEME_API_KEY") or None,
+        with MnemeClient(url, api_key=os.environ.get("MNEME_API_KEY") or None, retries=Retries(attempts=2),
                          agent=os.environ.get("MNEME_AGENT") or "mcp") as client:
             yield client
     except MnemeAPIError as exc:
         raise ToolError(f"Mneme API error {exc.status} {exc.error}: {exc.message}") from exc
-    except httpx.HTTPError as exc:
+    except (ConnectionFailed, httpx.HTTPError) as exc:
         raise ToolError(f"Mneme API at {url} unreachable: {exc}" + (f" ({why})" if why else "")) from exc
 
 

@@ -145,6 +145,10 @@ class GraphStore(Protocol):
         """The user's relations, most confident first."""
         ...
 
+    def active_count(self) -> int:
+        """How many active relations there are, of every user (what a ``scan`` would walk)."""
+        ...
+
     def scan(self, after_rel_id: str, limit: int) -> list[StoredRelation]:
         """Active relations of every user, ordered by rel_id, after ``after_rel_id`` (for batch jobs)."""
         ...

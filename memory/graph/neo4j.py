@@ -243,6 +243,8 @@ RETURN {_REL_RETURN}
 ORDER BY r.confidence DESC, r.updated_at DESC
 """
 
+_ACTIVE_COUNT = "MATCH (:User)-[r:HOLDS]->(:Concept) WHERE r.status = 'active' RETURN count(r) AS n"
+
 _SCAN = f"""
 MATCH (:User)-[r:HOLDS]->(:Concept)
 WHERE r.status = 'active' AND r.rel_id > $after
@@ -392,6 +394,9 @@ class Neo4jGraphStore:
                   "relation": None if relation is None else _relation(relation),
                   "statuses": [Status(s).value for s in statuses]}
         return [StoredRelation(**r) for r in self._run("relations", _RELATIONS, params)]
+
+    def active_count(self) -> int:
+        return int(self._run("active count", _ACTIVE_COUNT, {})[0]["n"])
 
     def scan(self, after_rel_id: str, limit: int) -> list[StoredRelation]:
         records = self._run("scan", _SCAN, {"after": after_rel_id, "limit": int(limit)})

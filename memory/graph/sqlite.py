@@ -199,6 +199,11 @@ class SQLiteGraphStore:
         args = [tenant, user_id, *(s.value for s in statuses)] + ([relation] if relation else [])
         return [_relation(r) for r in self._db.run(lambda c: c.execute(sql, args).fetchall())]
 
+    def active_count(self) -> int:
+        count: int = self._db.run(lambda c: c.execute("SELECT COUNT(*) FROM relations WHERE status = 'active'")
+                                  .fetchone()[0])
+        return count
+
     def scan(self, after_rel_id: str, limit: int) -> list[StoredRelation]:
         sql = f"SELECT {_REL_COLUMNS} FROM relations WHERE status = 'active' AND rel_id > ? ORDER BY rel_id LIMIT ?"
         return [_relation(r) for r in self._db.run(lambda c: c.execute(sql, (after_rel_id, limit)).fetchall())]

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from memory.archive import ColdStore, archive_day, decode, encode, user_prefix
 from memory.episodic import ALL_STATUSES, AddReport, EpisodicStore, StoredEvent
 from memory.models import EventType
+from memory.progress import Tick
 from memory.purposes import ANY, Grants
 from memory.services.episodic import EpisodicMemory
 from memory.settings import Settings
@@ -61,12 +62,17 @@ class Maintenance:
                 yield pair
             after = page[-1]
 
-    def run(self, job: Job, *, dry_run: bool = False, limit: int = 100_000, batch_size: int = 500) -> Report:
-        """``job`` (``archive_user``, ``downweight_noise``, ``compact_user``) for every user with events."""
+    def run(self, job: Job, *, dry_run: bool = False, limit: int = 100_000, batch_size: int = 500,
+            tick: Tick | None = None) -> Report:
+        """``job`` (``archive_user``, ``downweight_noise``, ``compact_user``) for every user with events (listed
+        first, so ``tick(done, total)`` knows the total)."""
         report, now = Report(dry_run=dry_run), time.time()
-        for tenant, user_id in self.each_user(limit, batch_size):
+        users = list(self.each_user(limit, batch_size))
+        for tenant, user_id in users:
             report.users += 1
             job(tenant, user_id, report, now)
+            if tick:
+                tick(report.users, len(users))
         return report
 
     # --- cold archive ---------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ from memory.crypto import UserKeys, seal
 from memory.errors import Conflict
 from memory.graph import Change
 from memory.models import EventType
+from memory.progress import Tick
 from memory.services.episodic import EpisodicMemory, Revealed
 from memory.services.maintenance import Maintenance
 from memory.services.semantic import SemanticMemory
@@ -263,21 +264,32 @@ class Privacy:
         """What is still stored for this user, store by store (``Mneme.user_data``)."""
         return {store.name: int(store.count(tenant, user_id)) for store in self._stores()}
 
-    def export(self, tenant: str, user_id: str) -> dict[str, Any]:
+    def export(self, tenant: str, user_id: str, tick: Tick | None = None) -> dict[str, Any]:
         """Everything kept about the user as one document (GDPR access), store by store, opened where their
-        key still exists."""
-        return {"tenant": tenant, "user_id": user_id, "exported_at": time.time(),
-                **{store.name: store.export(tenant, user_id) for store in self._stores()}}
+        key still exists; ``tick(done, total)`` after each store."""
+        document: dict[str, Any] = {"tenant": tenant, "user_id": user_id, "exported_at": time.time()}
+        stores = self._stores()
+        for done, store in enumerate(stores, 1):
+            document[store.name] = store.export(tenant, user_id)
+            if tick:
+                tick(done, len(stores))
+        return document
 
-    def sweep(self, dry_run: bool = False, limit: int = 1000, batch_size: int = 1000) -> dict[str, Any]:
-        """Re-run and verify erasures younger than the SLA; forget a user's raw id once verified after it."""
+    def sweep(self, dry_run: bool = False, limit: int = 1000, batch_size: int = 1000,
+              tick: Tick | None = None) -> dict[str, Any]:
+        """Re-run and verify erasures younger than the SLA; forget a user's raw id once verified after it. Then
+        the same for withdrawn purposes (``_sweep_withdrawals``). ``tick(done, total)`` after each erasure."""
         sla = self._settings.erasure_sla_hours * 3600
         now = time.time()
         report: dict[str, Any] = {"checked": 0, "completed": 0, "verified": 0, "incomplete": 0, "dry_run": dry_run}
         policies = self._state.policies
-        for tenant in policies.tenants_erasing():
-            for user_id, at in policies.erasing(tenant, limit, batch_size):
+        erasing = {tenant: policies.erasing(tenant, limit, batch_size) for tenant in policies.tenants_erasing()}
+        total = sum(len(users) for users in erasing.values())
+        for tenant, users in erasing.items():
+            for user_id, at in users:
                 report["checked"] += 1
+                if tick:
+                    tick(report["checked"], total)
                 remaining = self.verify(tenant, user_id)
                 if any(remaining.values()):
                     report["incomplete"] += 1

@@ -52,6 +52,7 @@ from memory.graph import (
     clamp,
 )
 from memory.models import Fact, FactSource, RelationName
+from memory.progress import Tick
 from memory.purposes import Grants
 from memory.services.trail import AuditTrail
 from memory.settings import Settings
@@ -82,6 +83,32 @@ class Belief(BaseModel):
     purposes: list[str] = Field(description="The purposes it serves: those its supporting claims were collected "
                                             "under, while their grants stand.")
     why: str = Field(description="How the current value came to be, step by step.")
+
+
+class HistoryStep(BaseModel):
+    """One step of a belief's confidence: a claim, counter-evidence, a correction, a re-score, a status change."""
+
+    at: float = Field(description="When it was applied (server time).")
+    action: str = Field(description="merge:blend | merge:max | merge:human | counter | rescore | delete | retire | "
+                                    "supersede | hold | restore | ignored")
+    source: FactSource
+    before: float | None
+    after: float | None
+    message_ids: list[str]
+    explanation: str
+
+
+class BeliefHistory(BaseModel):
+    """How a belief's confidence moved: its steps, oldest first, and what it decays from now on."""
+
+    rel_id: str
+    relation: RelationName
+    object: str
+    status: Status
+    stored_confidence: float = Field(description="The confidence at ``base_ts``; decay runs from there.")
+    base_ts: float = Field(description="When the decay clock last restarted.")
+    half_life_days: float
+    steps: list[HistoryStep]
 
 
 class DecayReport(BaseModel):
@@ -357,6 +384,20 @@ class SemanticMemory:
         return [c for c in changes if c is not None]
 
     # --- reading -----------------------------------------------------------------------------
+    def history(self, tenant: str, user_id: str, rel_id: str) -> BeliefHistory:
+        """The steps of one of the user's beliefs (any status), for a chart of its confidence over time:
+        evidence and counter-evidence, corrections, re-scores and status changes, then decay from ``base_ts``."""
+        rel = next((r for r in self.store.relations(tenant, user_id, statuses=list(Status)) if r.rel_id == rel_id),
+                   None)
+        if rel is None:
+            raise NotFound(f"user {user_id!r} has no belief {rel_id!r}")
+        steps = [HistoryStep(at=row.applied_at, action=row.action, source=row.source, before=row.before,
+                             after=row.after, message_ids=row.message_ids, explanation=_step(row))
+                 for row in self.store.evidence([rel_id])]
+        return BeliefHistory(rel_id=rel.rel_id, relation=rel.relation, object=rel.object, status=rel.status,
+                             stored_confidence=rel.confidence, base_ts=rel.base_ts,
+                             half_life_days=self._vocabulary.half_life_days(rel.relation), steps=steps)
+
     def profile(self, tenant: str, user_id: str, include_inactive: bool = False,
                 now: float | None = None, purpose: str | None = None) -> list[Belief]:
         """The user's beliefs that serve ``purpose`` (None: any purpose granted), most confident first; with
@@ -411,10 +452,12 @@ class SemanticMemory:
 
     # --- maintenance -------------------------------------------------------------------------
     def decay(self, now: float | None = None, dry_run: bool = False, limit: int = 100_000,
-              batch_size: int = 500) -> DecayReport:
+              batch_size: int = 500, tick: Tick | None = None) -> DecayReport:
         """Materialise decayed confidence; retire what fell under ``retire_below``. Safe to run twice or
-        concurrently: materialising is conditional on the relation being unchanged, retiring is once."""
+        concurrently: materialising is conditional on the relation being unchanged, retiring is once.
+        ``tick(done, total)`` hears of the progress, a batch at a time."""
         now = time.time() if now is None else now
+        total = min(limit, self.store.active_count()) if tick else 0
         report = DecayReport(dry_run=dry_run)
         after = ""
         day = time.strftime("%Y%m%d", time.gmtime(now))
@@ -439,6 +482,8 @@ class SemanticMemory:
                     if not dry_run:
                         self.store.materialise(rel.rel_id, effective, now, rel.updated_at)
             after = batch[-1].rel_id
+            if tick:
+                tick(report.scanned, max(total, report.scanned))
         return report
 
 
@@ -512,6 +557,6 @@ def _step(row: EvidenceRow) -> str:
     if merged and row.note and row.message_ids:
         what += f"; {row.note}"
     # the evidence is named by its messages; without any, by its note unless the step already says it
-    named = row.message_ids or (row.note if merged or row.action == "delete" else "")
+    named = ", ".join(row.message_ids) or (row.note if merged or row.action == "delete" else "")
     where = f" on {row.device_id}" if row.device_id else ""
     return f"{row.source.value} evidence{f' {named}' if named else ''}{where}: {what}"

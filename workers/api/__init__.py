@@ -5,7 +5,8 @@ Run: ``uvicorn workers.api:create_app --factory``. OpenAPI at ``/docs``.
 One router per resource, each handler a call into the library with the dependencies of :mod:`.deps`
 (the runtime, the caller's tenant, id types): :mod:`.messages` (working memory), :mod:`.recall`,
 :mod:`.beliefs` (semantic memory), :mod:`.users` (privacy), :mod:`.history` (a user's sessions and events,
-listed), :mod:`.feedback`, :mod:`.jobs`, :mod:`.health`; :mod:`.docs` serves ``/docs`` offline.
+listed), :mod:`.feedback`, :mod:`.jobs`, :mod:`.health`; :mod:`.docs` serves ``/docs`` offline,
+:mod:`.memory_page` the memory page (``/memory``).
 Bodies in: :mod:`.requests`; bodies out: :mod:`mneme_client.models`; errors: :mod:`.errors`.
 """
 
@@ -19,7 +20,7 @@ from fastapi import FastAPI
 
 from memory.mneme import Mneme, get_mneme
 from tasks.envelope import AUDIT_BATCH
-from workers.api import beliefs, docs, errors, feedback, health, history, jobs, messages, recall, users
+from workers.api import beliefs, docs, errors, feedback, health, history, jobs, memory_page, messages, recall, users
 from workers.api.observability import install
 from workers.api.sends import Extractions, audit_sends
 from workers.api.strict_json import StrictJsonRoute
@@ -55,4 +56,5 @@ def create_app(runtime: Mneme | None = None) -> FastAPI:
     for router in ROUTERS:
         app.include_router(router)
     app.include_router(docs.router)
+    app.include_router(memory_page.router)
     return app

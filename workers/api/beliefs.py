@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mneme_client.models import Belief, Profile, Review, VocabularyOut, VocabularyRelation
+from mneme_client.models import Belief, BeliefHistory, Profile, Review, VocabularyOut, VocabularyRelation
 
 from memory.errors import Conflict, NotFound
 from memory.purposes import checked
@@ -59,6 +59,15 @@ def delete_belief(tenant: Tenant, mneme: Memory, user_id: PathId, rel_id: PathId
     if change is None:
         raise NotFound(f"user {user_id!r} has no belief {rel_id!r}")
     return {"deleted": rel_id}
+
+
+@router.get("/v1/users/{user_id}/beliefs/{rel_id}/history", response_model=BeliefHistory, tags=["semantic memory"])
+def history(caller: Caller, mneme: Memory, user_id: PathId, rel_id: PathId) -> BeliefHistory:
+    """How one belief's confidence moved over time — each piece of evidence and counter-evidence, corrections,
+    re-scores and status changes — and what it decays from (base and half-life). Recorded as read."""
+    found = mneme.semantic.history(caller.tenant, user_id, rel_id)
+    mneme.reads.listed(caller, user_id, "belief_history", [rel_id])
+    return out(BeliefHistory, found)
 
 
 @router.get("/v1/users/{user_id}/reviews", response_model=list[Review], tags=["semantic memory"])

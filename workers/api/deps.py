@@ -11,7 +11,8 @@ from anyio import from_thread
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
-from memory.errors import InvalidInput
+from memory import page_links
+from memory.errors import InvalidInput, NotFound, Unauthorized
 from memory.mneme import Mneme
 from memory.models import ID_PATTERN, ID_RULE
 from memory.purposes import NAME
@@ -50,16 +51,45 @@ KEY_HEADER = APIKeyHeader(name="X-API-Key", scheme_name="apiKey", auto_error=Fal
                           description="The same API key in an `X-API-Key` header.")
 
 
+#: What a memory-page link (``memory.page_links``) may do: its own user's page, and nothing else.
+PAGE_ROUTES = frozenset({
+    ("GET", "/v1/users/{user_id}/profile"), ("PUT", "/v1/users/{user_id}/beliefs"),
+    ("DELETE", "/v1/users/{user_id}/beliefs/{rel_id}"), ("GET", "/v1/users/{user_id}/beliefs/{rel_id}/history"),
+    ("GET", "/v1/users/{user_id}/reviews"), ("POST", "/v1/users/{user_id}/reviews/{review_id}/resolve"),
+    ("GET", "/v1/users/{user_id}/consent"), ("PUT", "/v1/users/{user_id}/consent"),
+    ("PUT", "/v1/users/{user_id}/consent/{purpose}"), ("DELETE", "/v1/users/{user_id}/consent/{purpose}"),
+    ("PUT", "/v1/users/{user_id}/child"), ("DELETE", "/v1/users/{user_id}"), ("GET", "/v1/users/{user_id}/export"),
+    ("GET", "/v1/users/{user_id}/events"), ("GET", "/v1/users/{user_id}/sessions"),
+    ("GET", "/v1/users/{user_id}/reads"), ("GET", "/v1/vocabulary"), ("GET", "/v1/purposes"),
+})
+
+
 async def tenant_of(request: Request, mneme: Memory,
                     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)],
                     header_key: Annotated[str | None, Depends(KEY_HEADER)]) -> str:
-    """The caller's tenant: from the API key, or the development tenant when auth is off."""
+    """The caller's tenant: from the API key, or from a memory-page link (which holds to its user's page), or
+    the development tenant when auth is off."""
+    secret = bearer.credentials.strip() if bearer else header_key
+    if page_links.is_page_token(secret):
+        return _page_tenant(request, mneme, str(secret))
     if not mneme.settings.auth_required:
         request.state.key_id = "development"
         return mneme.settings.tenant
-    key = mneme.state.api_keys.authenticate(bearer.credentials.strip() if bearer else header_key)
+    key = mneme.state.api_keys.authenticate(secret)
     request.state.key_id = key.key_id  # who reads, for the read audit (``reader_of``)
     return key.tenant
+
+
+def _page_tenant(request: Request, mneme: Memory, token: str) -> str:
+    """The tenant of a memory-page link, on one of the page's routes for the link's own user; 401 or 404 else."""
+    grant = page_links.verify(mneme.page_key, token)
+    route = getattr(request.scope.get("route"), "path", "")
+    if (request.method, route) not in PAGE_ROUTES:
+        raise Unauthorized("a memory-page link opens its user's memory page only: use an API key for this")
+    if request.path_params.get("user_id", grant.user_id) != grant.user_id:
+        raise NotFound("no such user on this memory-page link")  # as another tenant's user: nothing to see
+    request.state.key_id = f"page:{grant.user_id}"  # who read, for the read audit: the user themself
+    return grant.tenant
 
 
 Tenant = Annotated[str, Depends(tenant_of)]

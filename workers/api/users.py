@@ -6,9 +6,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from fastapi import Query
-from mneme_client.models import ConsentChange, DeletionReceipt, Policy, Purposes, Read, Reads, Receipt
+from fastapi import Query, Request
+from mneme_client.models import ConsentChange, DeletionReceipt, PageLink, Policy, Purposes, Read, Reads, Receipt
 
+from memory import page_links
 from memory.purposes import checked
 from workers.api.deps import Caller, Memory, OperatorId, PathId, PathPurpose, Tenant, resource_router
 from workers.api.requests import ChildIn, ConsentIn, EventType
@@ -22,6 +23,16 @@ router = resource_router()
 def purposes(mneme: Memory) -> Purposes:
     """The purposes a user consents to one by one (``MNEME_PURPOSES``)."""
     return Purposes(purposes=mneme.settings.purposes)
+
+
+@router.post("/v1/users/{user_id}/page-link", response_model=PageLink, tags=["privacy"])
+def page_link(request: Request, tenant: Tenant, mneme: Memory, user_id: PathId,
+              ttl_s: int = Query(3600, ge=60, le=7 * 86400, description="How long the link works.")) -> PageLink:
+    """A link to the user's memory page (记忆透明度): what the agent believes about them, with why and how sure,
+    their events, sessions and reads, consent and child mode, and erasure — to see and correct. Give it to that
+    user only: it opens their page and nothing else, until it expires. Needs the tenant's API key."""
+    token, expires = page_links.issue(mneme.page_key, tenant, user_id, ttl_s)
+    return PageLink(url=f"{str(request.base_url).rstrip('/')}/memory#token={token}", token=token, expires_at=expires)
 
 
 @router.get("/v1/users/{user_id}/consent", response_model=Policy, tags=["privacy"])

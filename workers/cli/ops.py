@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,15 +15,36 @@ import typer
 from celery import Celery
 from pydantic import ValidationError
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
 
 from memory.errors import MnemeError
 from memory.mneme import Mneme
+from memory.progress import Tick
 from memory.settings import Settings
 from workers.celery_app import create_celery
 from workers.local.stack import find_running, state_path
 
 OK, FAILED, USAGE = 0, 1, 2
+
+
+class RateColumn(ProgressColumn):
+    """How fast: done per second, in the task's ``unit`` (default items)."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        if not speed and task.finished and task.elapsed:
+            speed = task.completed / task.elapsed
+        return Text(f"{speed:,.1f} {task.fields.get('unit', 'items')}/s" if speed else "")
 
 
 class Ops:
@@ -63,8 +85,21 @@ class Ops:
         typer.echo(json.dumps(document, ensure_ascii=False, indent=2, default=str))
 
     def progress(self) -> Progress:
-        return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=self.err)
+        """A progress bar on stderr: what, the bar, done/total, the rate, time spent and left."""
+        return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(),
+                        TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(), console=self.err)
+
+    @contextmanager
+    def ticking(self, description: str, unit: str) -> Iterator[Tick]:
+        """A progress bar for a library job that reports ``tick(done, total)`` (``memory.progress``)."""
+        with self.progress() as progress:
+            bar = progress.add_task(description, total=None, unit=unit)
+
+            def tick(done: int, total: int) -> None:
+                progress.update(bar, completed=done, total=total)
+
+            yield tick
+
 
     def close(self) -> None:
         if self._celery is not None:

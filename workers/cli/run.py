@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
 
 from memory import pipeline
-from memory.services.maintenance import Job as UserJob
-from memory.services.maintenance import Report
 from tasks.maintenance import lost_jobs
 from workers.cli.ops import Ops, handled
 
@@ -41,34 +38,24 @@ def run_job(ctx: typer.Context, task: Job,
     mneme = ops.mneme
     limit = limit or DEFAULTS[task][0]
     batch_size = batch_size or DEFAULTS[task][1]
+    report: dict[str, Any]
     if task in PER_USER:
-        job = getattr(mneme.maintenance, PER_USER[task])
-        report = _per_user(ops, job, task.value, dry_run, limit, batch_size)
+        with ops.ticking(f"{task.value}: users", "users") as tick:
+            done = mneme.maintenance.run(getattr(mneme.maintenance, PER_USER[task]), dry_run=dry_run, limit=limit,
+                                         batch_size=batch_size, tick=tick)
+        mneme.trail.submit(mneme.trail.layer_changes(done.layer))
+        report = done.model_dump()
     elif task is Job.decay:
-        with ops.err.status("decaying beliefs…"):
-            report, records = pipeline.decay_stage(mneme, dry_run=dry_run, limit=limit, batch_size=batch_size)
+        with ops.ticking("decay: beliefs", "beliefs") as tick:
+            report, records = pipeline.decay_stage(mneme, dry_run=dry_run, limit=limit, batch_size=batch_size,
+                                                   tick=tick)
         mneme.trail.submit(records)  # in process: to the sink now, not through the audit queue
     elif task is Job.sweep:
-        with ops.err.status("verifying erasures…"):
-            report = mneme.privacy.sweep(dry_run=dry_run, limit=limit, batch_size=batch_size)
+        with ops.ticking("sweep: erasures", "users") as tick:
+            report = mneme.privacy.sweep(dry_run=dry_run, limit=limit, batch_size=batch_size, tick=tick)
     else:
         report = _redrive(ops, dry_run, limit)
     ops.json({"task": task.value, **report})
-
-
-def _per_user(ops: Ops, job: UserJob, name: str, dry_run: bool, limit: int, batch_size: int) -> dict[str, Any]:
-    """``Maintenance.run`` with a progress bar: the same job, user by user."""
-    mneme = ops.mneme
-    report, now = Report(dry_run=dry_run), time.time()
-    with ops.progress() as progress:
-        bar = progress.add_task(f"{name}: users", total=None)
-        for tenant, user_id in mneme.maintenance.each_user(limit, batch_size):
-            report.users += 1
-            job(tenant, user_id, report, now)
-            progress.advance(bar)
-        progress.update(bar, total=report.users)
-    mneme.trail.submit(mneme.trail.layer_changes(report.layer))
-    return report.model_dump()
 
 
 def _redrive(ops: Ops, dry_run: bool, limit: int) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from memory.mneme import Mneme
+from memory.progress import Tick
 from memory.services.reads import Reader
 from workers.cli.ops import FAILED, USAGE, Ops, handled
 
@@ -20,7 +21,8 @@ def export(ctx: typer.Context, user_id: str,
            out: Annotated[Path | None, typer.Option(help="Write here (mode 0600) instead of stdout.")] = None) -> None:
     """Everything kept about one user as one JSON document, decrypted where the user's key still exists."""
     ops: Ops = ctx.obj
-    document = export_user(ops.mneme, tenant or ops.settings.tenant, user_id)
+    with ops.ticking(f"export {user_id}: stores", "stores") as tick:
+        document = export_user(ops.mneme, tenant or ops.settings.tenant, user_id, tick)
     if out is None:
         ops.json(document)
         return
@@ -31,9 +33,9 @@ def export(ctx: typer.Context, user_id: str,
                   f"{len(document['archive_objects'])} archived events, {len(document['graph_relations'])} beliefs")
 
 
-def export_user(mneme: Mneme, tenant: str, user_id: str) -> dict[str, Any]:
+def export_user(mneme: Mneme, tenant: str, user_id: str, tick: Tick | None = None) -> dict[str, Any]:
     """One user's data from every store (``Privacy.export``), recorded as read by the CLI."""
-    document = mneme.privacy.export(tenant, user_id)
+    document = mneme.privacy.export(tenant, user_id, tick)
     mneme.reads.exported(Reader(tenant, "cli", via="cli"), user_id, mneme.privacy.verify(tenant, user_id))
     return document
 

@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -127,8 +128,13 @@ class Stack:
         self.data_dir = self.data_dir.resolve()
         self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.data_dir.chmod(0o700)  # user data lives here: the owner's only
-        self.logs = self.data_dir / "logs"
+        # each run's logs apart (logs/<UTC time to the microsecond>/), the newest also as logs/latest
+        runs = self.data_dir / "logs"
+        self.logs = runs / datetime.now(UTC).strftime("%Y%m%d-%H%M%S-%f")
         self.logs.mkdir(mode=0o700, parents=True, exist_ok=True)
+        latest = runs / "latest"
+        latest.unlink(missing_ok=True)
+        latest.symlink_to(self.logs.name)
         self.env = {**os.environ, "MNEME_DATA_DIR": str(self.data_dir), "PYTHONUNBUFFERED": "1",
                     "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
                     "PROMETHEUS_MULTIPROC_DIR": str(self.data_dir / "metrics"), **self.env}
@@ -302,8 +308,22 @@ class Stack:
         self.state_written = False
 
 
+def taken(port: int) -> bool:
+    """Whether something already listens on 127.0.0.1:``port``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
 def main() -> None:
     settings = Settings()
+    for variable, port in (("MNEME_API_PORT", settings.api_port), ("MNEME_FLOWER_PORT", settings.flower_port)):
+        if taken(port):
+            sys.exit(f"port {port} is taken (another Mneme, or another program): pick a free one, e.g. "
+                     f"{variable}={port + 1} make run")
     stack = Stack(settings.data_dir, api_port=settings.api_port, flower_port=settings.flower_port)
     stopping = False
 

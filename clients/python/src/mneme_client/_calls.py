@@ -14,6 +14,7 @@ from pydantic import TypeAdapter
 
 from mneme_client.models import (
     Belief,
+    BeliefHistory,
     ConsentChange,
     DeletionReceipt,
     Events,
@@ -24,6 +25,7 @@ from mneme_client.models import (
     JobStatus,
     MessageAccepted,
     Metrics,
+    PageLink,
     Policy,
     Profile,
     Purposes,
@@ -164,6 +166,11 @@ def delete_belief(user_id: str, rel_id: str, operator_id: str = "user") -> Call[
                 params={"operator_id": operator_id})
 
 
+def history(user_id: str, rel_id: str) -> Call[BeliefHistory]:
+    """How one belief's confidence moved over time (its steps), and what it decays from."""
+    return Call("GET", _path("v1", "users", user_id, "beliefs", rel_id, "history"), _model(BeliefHistory))
+
+
 def reviews(user_id: str) -> Call[list[Review]]:
     """Contradictions waiting for a human."""
     return Call("GET", _path("v1", "users", user_id, "reviews"), _REVIEWS.validate_python)
@@ -221,6 +228,11 @@ def set_child(user_id: str, child: bool = True, operator_id: str = "user") -> Ca
 def erase(user_id: str, operator_id: str = "user") -> Call[Receipt]:
     """Erase the user from every layer; the receipt says what was removed where."""
     return Call("DELETE", _path("v1", "users", user_id), _model(Receipt), params={"operator_id": operator_id})
+
+
+def page_link(user_id: str, ttl_s: int = 3600) -> Call[PageLink]:
+    """A link to the user's memory page (记忆透明度), to give to that user only: it opens their page, nothing else."""
+    return Call("POST", _path("v1", "users", user_id, "page-link"), _model(PageLink), params={"ttl_s": ttl_s})
 
 
 def export(user_id: str) -> Call[dict[str, Any]]:

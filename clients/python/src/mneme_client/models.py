@@ -246,6 +246,39 @@ class Belief(Wire):
     why: str = Field(description="How the current value came to be, step by step.")
 
 
+class HistoryStep(Wire):
+    """One step of a belief's confidence: a claim, counter-evidence, a correction, a re-score, a status change."""
+
+    at: float = Field(description="When it was applied (server time).")
+    action: str = Field(description="merge:blend | merge:max | merge:human | counter | rescore | delete | retire | "
+                                    "supersede | hold | restore | ignored")
+    source: FactSource
+    before: float | None
+    after: float | None
+    message_ids: list[str]
+    explanation: str
+
+
+class BeliefHistory(Wire):
+    """How a belief's confidence moved: its steps, oldest first, and what it decays from now on."""
+
+    rel_id: str
+    relation: RelationName
+    object: str
+    status: Status
+    stored_confidence: float = Field(description="The confidence at ``base_ts``; decay runs from there.")
+    base_ts: float = Field(description="When the decay clock last restarted.")
+    half_life_days: float
+    steps: list[HistoryStep]
+
+
+class PageLink(Wire):
+    url: str = Field(description="The user's memory page: open it in a browser (the token is in the fragment, "
+                                 "which no server sees).")
+    token: str = Field(description="The page's credential: this user's page only, until expires_at.")
+    expires_at: float
+
+
 class Claim(Wire):
     rel_id: str
     relation: str

@@ -1,0 +1,99 @@
+"""The memory page (记忆透明度) end to end: a person opens the link their app gave them, in headless Chromium
+(Debian's, driven by Playwright from web/memory-page), sees each belief with its confidence, source, explanation,
+the messages it came from and a chart of how its confidence moved, in Chinese and English, corrects and deletes
+beliefs in one click, looks at their events, sessions and who read their memory, withdraws a purpose and erases
+everything — and the API holds what they did. The link opens that user's page and nothing else."""
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+from mneme_client import MnemeClient
+
+from memory.crypto import load_master_key
+from memory.userhash import hashing_key, user_hash
+
+PAGE = Path(__file__).resolve().parents[1] / "web" / "memory-page"
+STATIC = Path(__file__).resolve().parents[1] / "workers" / "api" / "static" / "memory_page"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def filled(stack, user: str) -> None:
+    with MnemeClient(stack.api_url) as mneme:
+        jobs = [mneme.remember(user_id=user, session_id="s1", message_id=f"m{i}", content=text,
+                               client_ts=time.time() - 100 + i).job_id
+                for i, text in enumerate(["我今年16岁，我喜欢化学", "我讨厌排队"])]
+        assert [j.state for j in mneme.wait(jobs)] == ["done", "done"]
+        mneme.recall(user_id=user, query="我几岁？")  # someone read it: the page lists who
+
+
+def link(stack, user: str) -> dict:
+    answer = httpx.post(f"{stack.api_url}/v1/users/{user}/page-link")
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def test_a_person_sees_and_corrects_their_memory_in_a_real_browser(stack, uid, tmp_path):
+    assert Path(CHROMIUM).exists(), "Debian's chromium is needed (make install-dev installs it)"
+    assert (PAGE / "node_modules" / "playwright-core").exists(), "run `make install-dev` (npm ci in web/memory-page)"
+    user = f"u{uid}"
+    filled(stack, user)
+    page_link = link(stack, user)
+    assert page_link["url"].startswith(f"{stack.api_url}/memory#token=mp1.")
+    shots = Path(os.environ.get("MNEME_PAGE_SHOTS", str(tmp_path)))
+    ran = subprocess.run(["node", "--test", "test/"], cwd=PAGE, capture_output=True, text=True, timeout=240,
+                         env={**os.environ, "PAGE_URL": page_link["url"], "SHOTS_DIR": str(shots),
+                              "CHROMIUM": CHROMIUM})
+    assert ran.returncode == 0 and "# pass 1" in ran.stdout, ran.stdout[-5000:] + ran.stderr[-2000:]
+    assert {p.name for p in shots.glob("*.png")} >= {"memory-page-zh.png", "memory-page-en.png"}
+    with MnemeClient(stack.api_url) as mneme:  # what the person did in the page, as the API holds it
+        assert mneme.profile(user, include_inactive=True).beliefs == []  # erased at the end
+    hashed = user_hash(hashing_key(load_master_key(stack.settings)), "default", user)
+    done = [r for r in _audit(stack) if r.get("user") == hashed]
+    assert {"consent.grant", "user.erase"} <= {r["action"] for r in done}  # the purpose withdrawn, then erasure
+    assert {"graph.delete", "graph.merge:human"} <= {r["action"] for r in done if r["operator_id"] == "user"}
+
+
+def _audit(stack) -> list[dict]:
+    return [json.loads(line) for line in (stack.data_dir / "audit.jsonl").read_text().splitlines()]
+
+
+def test_a_page_link_opens_its_own_users_page_and_nothing_else(stack, uid):
+    user = f"u{uid}"
+    filled(stack, user)
+    token = link(stack, user)["token"]
+    as_page = {"Authorization": f"Bearer {token}"}
+    mine = httpx.get(f"{stack.api_url}/v1/users/{user}/profile", headers=as_page)
+    assert mine.status_code == 200 and mine.json()["beliefs"]
+    assert httpx.get(f"{stack.api_url}/v1/users/someone-else/profile", headers=as_page).status_code == 404
+    for method, path, body in [("POST", "/v1/recall", {"user_id": user, "query": "x"}),
+                               ("POST", "/v1/messages", {"user_id": user, "session_id": "s", "message_id": "x",
+                                                         "role": "user", "content": "hi", "client_ts": time.time()}),
+                               ("GET", "/v1/sessions/s1/messages", None),
+                               ("POST", f"/v1/users/{user}/page-link", None)]:
+        refused = httpx.request(method, f"{stack.api_url}{path}", json=body, headers=as_page)
+        assert refused.status_code == 401 and "memory-page link" in refused.json()["message"], (path, refused.text)
+    forged = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
+    for bad in (forged, "mp1.not-a-token", "mp1."):
+        answer = httpx.get(f"{stack.api_url}/v1/users/{user}/profile", headers={"Authorization": f"Bearer {bad}"})
+        assert answer.status_code == 401 and "not valid" in answer.json()["message"]
+    short = httpx.post(f"{stack.api_url}/v1/users/{user}/page-link", params={"ttl_s": 10})
+    assert short.status_code == 422  # at least a minute
+
+
+def test_the_page_is_served_without_a_cdn_and_its_libraries_are_the_npm_packages(stack):
+    page = httpx.get(f"{stack.api_url}/memory")
+    assert page.status_code == 200 and "default-src 'none'" in page.headers["content-security-policy"]
+    assert "http" not in page.text.replace(f"{stack.api_url}", "")  # every asset from this server
+    for name in ("app.js", "style.css", "vendor/preact-htm.module.js", "vendor/chart.umd.min.js"):
+        assert httpx.get(f"{stack.api_url}/memory/assets/{name}").content == (STATIC / name).read_bytes()
+    assert httpx.get(f"{stack.api_url}/memory/assets/../../deps.py").status_code == 404
+    vendored = {"htm/preact/standalone.module.js": "preact-htm.module.js",
+                "chart.js/dist/chart.umd.min.js": "chart.umd.min.js"}
+    for package_file, copy in vendored.items():
+        assert (PAGE / "node_modules" / package_file).read_bytes() == (STATIC / "vendor" / copy).read_bytes(), (
+            f"{copy} is not the npm package's file: run `npm ci && npm run vendor` in web/memory-page")
