@@ -37,7 +37,8 @@ def _refuse(*_: object, **__: object) -> None:
 
 #: The longest files, started first: the lanes run a file per xdist worker (``make test``), and a long file
 #: started last would run alone at the end (measured with ``--durations=0``: ~190 s and ~115 s of ~600 s).
-LONGEST_FIRST = ("test_faults.py", "test_fuzz_api.py", "test_cli.py", "test_stage_recovery.py", "test_mcp.py")
+LONGEST_FIRST = ("test_faults.py", "test_fuzz_api.py", "test_make_run.py", "test_cli.py", "test_stage_recovery.py",
+                 "test_mcp.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -5,8 +5,13 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from workers.local.stack import Stack
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_a_taken_port_fails_with_one_line_saying_how_to_pick_another(tmp_path):
@@ -27,3 +32,42 @@ def test_each_run_keeps_its_logs_apart(tmp_path):
     first, second = Stack(tmp_path), Stack(tmp_path)
     assert first.logs != second.logs and first.logs.parent == second.logs.parent == tmp_path / "logs"
     assert (tmp_path / "logs" / "latest").resolve() == second.logs
+
+
+SMOKE = """
+import pathlib, sys, tempfile, httpx
+from workers.local.stack import Stack, free_port
+from mneme_client import MnemeClient
+stack = Stack(pathlib.Path(tempfile.mkdtemp()), api_port=free_port(), flower_port=free_port(),
+              env={"MNEME_REDIS_URL": ""})
+stack.start()
+try:
+    with MnemeClient(stack.api_url) as mneme:
+        mneme.consent("u1")
+        job = mneme.remember(user_id="u1", session_id="s1", message_id="m1", content="我今年17岁，我是一名护士")
+        assert mneme.wait([job.job_id])[0].state == "done"
+        print(sorted((b.relation, b.object) for b in mneme.profile("u1").beliefs))
+        print([httpx.get(stack.api_url + p).status_code for p in ("/memory", "/docs", "/healthz")])
+        print(sorted(stack.procs), "torch" in sys.modules)
+finally:
+    stack.stop()
+"""
+
+
+@pytest.mark.stack
+def test_what_make_run_installs_is_enough_to_run_the_whole_stack(tmp_path):
+    """`make run` installs the server and its client only (no test tools, no torch): a fresh venv with just that
+    runs every process and remembers (a missing runtime dependency hid behind the test extras once)."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    pip = [str(venv / "bin" / "pip"), "install", "-q"]
+    installed = subprocess.run([*pip, str(ROOT / "clients" / "python"), str(ROOT)], capture_output=True, text=True,
+                               timeout=600)
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    ran = subprocess.run([str(venv / "bin" / "python"), "-c", SMOKE], capture_output=True, text=True, timeout=300,
+                         cwd=tmp_path)
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-3000:]
+    beliefs, statuses, processes = ran.stdout.strip().splitlines()
+    assert "('occupation', '护士')" in beliefs and "('age', '17')" in beliefs
+    assert statuses == "[200, 200, 200]"
+    assert processes == "['api', 'beat', 'flower', 'redis', 'worker-embed', 'worker-pipeline'] False"

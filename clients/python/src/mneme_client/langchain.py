@@ -64,6 +64,7 @@ class MnemeChatMessageHistory(BaseChatMessageHistory):
 
     def __init__(self, client: MnemeClient, user_id: str, session_id: str, device_id: str | None = None) -> None:
         self.client, self.user_id, self.session_id, self.device_id = client, user_id, session_id, device_id
+        self.job_ids: list[str] = []  # of the messages added here: long-term memory is written in the background
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]  # a property, as the interface allows
@@ -76,9 +77,15 @@ class MnemeChatMessageHistory(BaseChatMessageHistory):
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         for message in messages:
-            self.client.remember(user_id=self.user_id, session_id=self.session_id,
-                                 message_id=message.id or uuid.uuid4().hex, role=_ROLES.get(message.type, Role.user),
-                                 content=_text(message), device_id=self.device_id)
+            accepted = self.client.remember(user_id=self.user_id, session_id=self.session_id,
+                                            message_id=message.id or uuid.uuid4().hex,
+                                            role=_ROLES.get(message.type, Role.user), content=_text(message),
+                                            device_id=self.device_id)
+            self.job_ids.append(accepted.job_id)
+
+    def settle(self, timeout: float = 60.0) -> None:
+        """Wait until long-term memory holds what was added here (extraction runs in Mneme's workers)."""
+        self.client.wait(self.job_ids, timeout)
 
     def undo(self) -> list[BaseMessage]:
         """Take the latest message back (撤回上一条): out of the window and out of long-term memory."""
