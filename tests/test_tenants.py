@@ -10,6 +10,7 @@ from mneme_client import MnemeClient
 from memory.errors import InvalidInput
 from memory.mneme import Mneme
 from memory.state import keys
+from tests.polling import wait_until
 from tests.stacks import running_stack
 
 
@@ -36,6 +37,23 @@ def test_calls_without_a_valid_key_are_refused(tstack):
                    headers={"Authorization": "Bearer mn_nope_nope"})
     assert r.status_code == 401 and "unknown or revoked" in r.json()["message"]
     assert httpx.get(f"{tstack.api_url}/healthz").status_code == 200  # health needs no key
+
+
+def test_a_memory_page_link_opens_its_tenants_user_and_is_read_as_that_user(tstack, trt, uid):
+    a, _, _ = client_for(tstack, trt, f"clinic-a-{uid}")
+    b, _, _ = client_for(tstack, trt, f"clinic-b-{uid}")
+    with a, b:
+        a.wait([a.remember(user_id="patient1", session_id=f"p-{uid}", message_id="m1", content="我讨厌打针").job_id])
+        b.wait([b.remember(user_id="patient1", session_id=f"q-{uid}", message_id="m1", content="I love hiking").job_id])
+        link = a.page_link("patient1")
+        with MnemeClient(tstack.api_url) as anonymous, pytest.raises(Exception) as err:
+            anonymous.page_link("patient1")  # a link is the tenant's to give: no key, no link
+        assert err.value.status == 401
+    as_page = {"Authorization": f"Bearer {link.token}"}
+    seen = httpx.get(f"{tstack.api_url}/v1/users/patient1/profile", headers=as_page).json()
+    assert {(b["relation"], b["object"]) for b in seen["beliefs"]} == {("dislikes", "打针")}  # tenant a's patient1
+    reads = wait_until(lambda: trt.reads.of_user(f"clinic-a-{uid}", "patient1"), 30, "the page's read recorded")
+    assert reads[0]["operator_id"] == "page:patient1"  # who read: the user, on their own page
 
 
 def test_tenants_never_see_each_other(tstack, trt, uid):
