@@ -115,14 +115,15 @@ def _echoed_text(body, answer: str) -> str | None:
 def _distinctive_texts(body) -> list[str]:
     """The user text of a body (``content``, ``query``, a belief's ``object``), as sent and as cleaned (what
     Mneme keeps), where it could not turn up in a log by chance: 8+ characters, 5+ distinct ones, not hex
-    digits and dashes only (ids, hashes, timestamps), not a URL path (the fuzzer sends the API's own paths as
-    text, and every access log line names a path)."""
+    digits and dashes only (ids, hashes, timestamps), and text rather than a name: a word break or a character
+    beyond ASCII (the fuzzer also sends the API's own paths and names such as ``uvicorn.error`` as text, and log
+    lines name paths and loggers)."""
     if not isinstance(body, dict):
         return []
     texts = [body.get(field) for field in ("content", "query", "object")]
     forms = {form for t in texts if isinstance(t, str) for form in (t.strip(), clean(t))}
     return [t for t in forms if len(t) >= 8 and len(set(t)) >= 5 and not set(t.lower()) <= set("0123456789abcdef-:. ")
-            and not re.fullmatch(r"/[\w/{}.-]*", t)]
+            and (re.search(r"\s", t.strip()) or not t.isascii())]
 
 
 def _error_body_problem(response) -> str | None:

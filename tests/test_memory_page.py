@@ -24,7 +24,7 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 def filled(stack, user: str) -> None:
     with MnemeClient(stack.api_url) as mneme:
-        jobs = [mneme.remember(user_id=user, session_id="s1", message_id=f"m{i}", content=text,
+        jobs = [mneme.remember(user_id=user, session_id=f"s1-{user}", message_id=f"m{i}", content=text,
                                client_ts=time.time() - 100 + i).job_id
                 for i, text in enumerate(["我今年16岁，我喜欢化学", "我讨厌排队"])]
         assert [j.state for j in mneme.wait(jobs)] == ["done", "done"]

@@ -130,8 +130,9 @@ class Stack:
         self.data_dir.chmod(0o700)  # user data lives here: the owner's only
         # each run's logs apart (logs/<UTC time to the microsecond>/), the newest also as logs/latest
         runs = self.data_dir / "logs"
+        runs.mkdir(mode=0o700, exist_ok=True)
         self.logs = runs / datetime.now(UTC).strftime("%Y%m%d-%H%M%S-%f")
-        self.logs.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.logs.mkdir(mode=0o700)
         latest = runs / "latest"
         latest.unlink(missing_ok=True)
         latest.symlink_to(self.logs.name)

@@ -8,11 +8,12 @@ import { MnemeAPIError, MnemeClient } from "../dist/index.js";
 const url = process.env.MNEME_API_URL;
 const mneme = new MnemeClient(url, { agent: "ts-test", retries: { attempts: 2, backoffMs: 50 } });
 const user = `ts-${randomUUID().slice(0, 8)}`;
+const session = `ts-s-${randomUUID().slice(0, 8)}`;
 
 test("remembers in Chinese and English and recalls across languages", { skip: !url }, async () => {
   const jobs = [];
   for (const [i, content] of ["我今年16岁，我喜欢化学", "I live in Berlin and I work as a nurse"].entries()) {
-    const accepted = await mneme.remember({ user_id: user, session_id: "s1", message_id: `m${i}`, role: "user", content });
+    const accepted = await mneme.remember({ user_id: user, session_id: session, message_id: `m${i}`, role: "user", content });
     assert.equal(accepted.duplicate, false);
     jobs.push(accepted.job_id);
   }
@@ -20,9 +21,9 @@ test("remembers in Chinese and English and recalls across languages", { skip: !u
   const recalled = await mneme.recall({ user_id: user, query: "How old am I? 我几岁？", k: 5 });
   const facts = new Set(recalled.facts.map((fact) => `${fact.relation}:${fact.object}`));
   for (const fact of ["age:16", "likes:化学", "location:Berlin", "occupation:nurse"]) assert.ok(facts.has(fact), fact);
-  const window = await mneme.messages("s1");
+  const window = await mneme.messages(session);
   assert.deepEqual(window.messages.map((m) => m.message_id), ["m0", "m1"]);
-  assert.equal((await mneme.sessions(user)).sessions[0].session_id, "s1");
+  assert.equal((await mneme.sessions(user)).sessions[0].session_id, session);
   assert.ok((await mneme.events(user, { include_text: true })).events.length >= 2);
 });
 
