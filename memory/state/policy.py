@@ -65,7 +65,6 @@ class Policy(BaseModel):
         return None
 
 
-
 class Policies:
     def __init__(self, client: redis.Redis, settings: Settings, user_hash_key: bytes) -> None:
         self._redis = client

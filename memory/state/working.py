@@ -318,9 +318,7 @@ class WorkingMemory:
         if reply[0] == "empty":
             raise Conflict(f"nothing to undo: the window of session {session_id!r} is empty (version {reply[1]})")
         self._raise_for(reply, session_id, to_version)
-        if task is not None and reply[5]:
-            retraction = Retraction.of(reply[5])
-            self._dispatch.push([task(retraction.message_ids, retraction.user_id)])
+        self._retracted(reply[5], task)
         return RolledBack(
             session_id=session_id, version=int(reply[1]), restored=None if int(reply[2]) < 0 else int(reply[2]),
             removed=self._opened(tenant, reply[4], self._parse(session_id, reply[3])),
@@ -334,12 +332,7 @@ class WorkingMemory:
         reply = self._run(tenant, session_id, "drop", self._settings.session_ttl_s, tenant, session_id)
         if reply[0] == "nosession":
             raise NotFound(f"no session {session_id!r}")
-        if not reply[3]:
-            return None
-        retraction = Retraction.of(reply[3])
-        if task is not None:
-            self._dispatch.push([task(retraction.message_ids, retraction.user_id)])
-        return retraction
+        return self._retracted(reply[3], task)
 
     def take_back(self, tenant: str, session_id: str, message_id: str, task: RetractTask | None = None
                   ) -> Retraction | None:
@@ -353,9 +346,13 @@ class WorkingMemory:
         if reply[0] == "missing":
             raise NotFound(f"session {session_id!r} has no message {message_id!r}")
         self._raise_for(reply, session_id, None)
-        if not reply[5]:
+        return self._retracted(reply[5], task)
+
+    def _retracted(self, recorded: str, task: RetractTask | None) -> Retraction | None:
+        """The retraction a step recorded ('' if it took nothing back), its ``task`` sent onto the broker."""
+        if not recorded:
             return None
-        retraction = Retraction.of(reply[5])
+        retraction = Retraction.of(recorded)
         if task is not None:
             self._dispatch.push([task(retraction.message_ids, retraction.user_id)])
         return retraction
