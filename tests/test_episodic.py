@@ -24,6 +24,16 @@ def test_default_embedder_maps_chinese_and_english_into_one_space():
     assert list(np.argmax(en @ zh.T, axis=1)) == list(range(len(PAIRS)))  # and the other way round
 
 
+def test_processes_share_one_mapped_token_table_and_embed_exactly_as_with_their_own(tmp_path):
+    texts = [t for pair in PAIRS for t in pair]
+    own = USEEmbedder().embed(texts)
+    first, second = USEEmbedder(shared_dir=tmp_path / "models"), USEEmbedder(shared_dir=tmp_path / "models")
+    [table] = (tmp_path / "models").iterdir()  # written once, by the first
+    assert (table.stat().st_mode & 0o777, (tmp_path / "models").stat().st_mode & 0o777) == (0o600, 0o700)
+    assert isinstance(second._model._model.table, np.memmap)
+    assert np.array_equal(first.embed(texts), own) and np.array_equal(second.embed(texts), own)
+
+
 def remember_all(client, uid, texts, role="user", start=0):
     jobs = [client.remember(user_id=f"u{uid}", session_id=f"s{uid}", message_id=f"m{i}", role=role,
                             content=t, client_ts=time.time() - 100 + i).job_id

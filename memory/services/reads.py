@@ -71,9 +71,12 @@ class ReadAudit:
         """An export shows everything kept: the record names how much of each store (``Privacy.verify``)."""
         self._submit(reader, user_id, "read.export", shown={"stores": dict(counts), "why": "export"})
 
-    def _submit(self, reader: Reader, user_id: str, action: str, **fields: object) -> None:
-        if not self._enabled:
+    def _submit(self, reader: Reader, user_id: str, action: str, shown: dict[str, Any], **fields: object) -> None:
+        """Record the read — unless it showed nothing of the user (an erased user, say: a record would be data
+        about them again, and there is nothing to say who saw)."""
+        if not self._enabled or not _showed_something(shown):
             return
+        fields = {**fields, "shown": shown}
         identity = request_id.get() or str(uuid.uuid4())  # one record per request that read
         record = self._trail.record(reader.tenant, user_id, action, reader.caller, reader.via,
                                     identity=identity, fields={"agent": reader.agent, **fields})
@@ -102,3 +105,9 @@ class ReadAudit:
 
     def _user(self, tenant: str, user_id: str) -> str:
         return user_hash(self._hash_key, tenant, user_id)
+
+
+def _showed_something(shown: dict[str, Any]) -> bool:
+    """Whether a read's ``shown`` names anything of the user: an id listed, or a store with records."""
+    return any(any(value.values()) if isinstance(value, dict) else bool(value)
+               for key, value in shown.items() if key != "why")
