@@ -113,7 +113,7 @@ class StageBatches(Batches):  # type: ignore[misc]  # Batches is untyped (see it
             for req in requests:
                 if not req.task.acks_late:
                     req.acknowledge()
-                req.send_event("task-started", pid=pid)
+                req.send_event("task-started")  # the dispatcher names this process (as Celery's Request does)
 
         def on_return(result: Any) -> None:
             runtime = time.monotonic() - started
