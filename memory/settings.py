@@ -88,12 +88,11 @@ class Settings(BaseSettings):
     stage_stall_after_s: float = Field(
         120.0, gt=0, description="/healthz reports a stage stalled when its queue holds work and none of it "
                                  "has finished for this long.")
-    worker_start_timeout_s: float = Field(
-        180.0, gt=0, description="How long a worker's pool child may take to start (load the model) before "
-                                 "Celery replaces it.")
+    embedded_beat: bool = Field(False, description="Run beat as a thread of this worker (the local stack's "
+                                                   "pipeline worker does). One process of a deployment at most.")
     worker_nice: int = Field(
-        10, ge=0, le=19, description="The local stack runs the Celery workers and beat this much below the API's "
-                                     "CPU priority, so a busy pipeline does not slow the API's answers.")
+        10, ge=0, le=19, description="The local stack runs the Celery workers (and beat in one) this much below "
+                                     "the API's CPU priority, so a busy pipeline does not slow the API's answers.")
     context_vector_weight: float = Field(0.3, ge=0, le=1, description="A message's vector adds this share of the "
                                                                       "turn before it: a reply means what it answers.")
     embed_threads: int = Field(1, ge=1, description="Per process: two threads on a busy 2-core box collapse.")

@@ -13,15 +13,18 @@ from memory.pipeline import tuning_stage
 from memory.services.maintenance import Job
 from tasks.base import MnemeTask
 from tasks.envelope import AUDIT_BATCH
+from tasks.lifecycle import put_back_expired
 from tasks.pipeline import audit, extract, retract, send_audit, send_extractions
 
 
 @shared_task(name="memory.redrive", base=MnemeTask, stage="maintenance", bind=True)
 def redrive(self: MnemeTask, dry_run: bool = False, limit: int = 500) -> dict[str, Any]:
-    """Re-send jobs accepted long ago, still not done and no longer held by the broker (lost), audit records
-    long held and still not written, and rollbacks' retractions long recorded and still not done. Safe to run
-    twice or concurrently: every stage is idempotent."""
+    """Put back on their queues the messages a worker has held longer than the visibility timeout (one that
+    never came back, ``tasks.lifecycle``); re-send jobs accepted long ago, still not done and no longer held by
+    the broker (lost), audit records long held and still not written, and rollbacks' retractions long
+    recorded and still not done. Safe to run twice or concurrently: every stage is idempotent."""
     mneme = get_mneme()
+    put_back = 0 if dry_run else put_back_expired(self.app, mneme.settings.visibility_timeout_s)
     report = lost_jobs(mneme, self.app, limit)
     held = [] if dry_run else mneme.trail.overdue(mneme.settings.redrive_after_s, limit)
     retractions = mneme.working.unfinished_retractions(mneme.settings.redrive_after_s, limit)
@@ -35,7 +38,7 @@ def redrive(self: MnemeTask, dry_run: bool = False, limit: int = 500) -> dict[st
             audit.apply_async(kwargs={"records": held[i:i + AUDIT_BATCH]})
         for r in retractions:
             retract.apply_async(kwargs=r.model_dump())
-    return {**report, "resent": 0 if dry_run else len(report["job_ids"]), "dry_run": dry_run,
+    return {**report, "put_back": put_back, "resent": 0 if dry_run else len(report["job_ids"]), "dry_run": dry_run,
             "audit_records_resent": len(held), "retractions": len(retractions)}
 
 

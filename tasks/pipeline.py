@@ -4,7 +4,6 @@ retraction in its Redis step (``memory/state/lua/sessions.lua``) until this task
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -12,7 +11,6 @@ from contextlib import contextmanager
 from typing import Any, NamedTuple, TypeVar
 
 from celery import shared_task
-from celery.signals import worker_init, worker_process_init
 from celery.worker.request import Request
 from celery_batches import Batches, SimpleRequest  # type: ignore[import-untyped]  # ships no type hints
 from celery_batches.trace import apply_batches_task  # type: ignore[import-untyped]
@@ -65,22 +63,6 @@ def llm_extract(job_id: str) -> dict[str, Any]:
 BRANCH_TASKS = {"embed": "memory.embed", "graph": "memory.upsert_graph"}  # branch (its stage) → task
 
 
-@worker_init.connect
-def _freeze_before_fork(**_: object) -> None:
-    """What the worker has loaded when it forks its pool goes out of the collector's sight: a collection in a
-    pool process would otherwise write to every inherited object and copy its page (measured: the pipeline
-    worker's pool process holds ~23 MB less of its own)."""
-    gc.freeze()
-
-
-@worker_process_init.connect
-def _preload_embedder(**_: object) -> None:
-    """The embed worker loads its model (and encodes once) at start, so the first message is not the slow one."""
-    mneme = get_mneme()
-    if mneme.settings.preload_embedder:
-        mneme.warm_up()
-
-
 class StageBatches(Batches):  # type: ignore[misc]  # Batches is untyped (see its import)
     """A stage that runs its requests in batches: up to a batch of messages, or what came within the flush
     interval, as one task run in the pool. celery-batches sends no task events and logs no line per task, so
@@ -127,15 +109,9 @@ class StageBatches(Batches):  # type: ignore[misc]  # Batches is untyped (see it
                              len(requests), runtime)
             logs.clear_task()
 
-        def on_lost(_: object) -> None:
-            # the pool child died running the batch (kill -9, out of memory): its messages go back to their
-            # queue now, as reject_on_worker_lost does for a task of its own, not after the visibility timeout
-            for req in requests:
-                req.reject(requeue=True)
-
-        batch = ([SimpleRequest.from_request(r) for r in requests],)  # picklable, for the prefork pool
+        batch = ([SimpleRequest.from_request(r) for r in requests],)
         return self._pool.apply_async(apply_batches_task, (self, batch, 0, None), accept_callback=on_accepted,
-                                      callback=on_return, error_callback=on_lost)
+                                      callback=on_return)
 
 
 class Job(NamedTuple):

@@ -35,7 +35,7 @@ def test_each_run_keeps_its_logs_apart(tmp_path):
 
 
 SMOKE = """
-import pathlib, sys, tempfile, httpx
+import pathlib, sys, tempfile, time, httpx
 from workers.local.stack import Stack, free_port
 from mneme_client import MnemeClient
 stack = Stack(pathlib.Path(tempfile.mkdtemp()), api_port=free_port(), flower_port=free_port(),
@@ -49,6 +49,10 @@ try:
         print(sorted((b.relation, b.object) for b in mneme.profile("u1").beliefs))
         print([httpx.get(stack.api_url + p).status_code for p in ("/memory", "/docs", "/healthz")])
         print(sorted(stack.procs), "torch" in sys.modules)
+        deadline = time.monotonic() + 60  # beat runs as a thread of the pipeline worker: its schedule file
+        while not list(stack.data_dir.glob("celerybeat-schedule*")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        print(bool(list(stack.data_dir.glob("celerybeat-schedule*"))))
 finally:
     stack.stop()
 """
@@ -67,7 +71,8 @@ def test_what_make_run_installs_is_enough_to_run_the_whole_stack(tmp_path):
     ran = subprocess.run([str(venv / "bin" / "python"), "-c", SMOKE], capture_output=True, text=True, timeout=300,
                          cwd=tmp_path)
     assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-3000:]
-    beliefs, statuses, processes = ran.stdout.strip().splitlines()
+    beliefs, statuses, processes, beat = ran.stdout.strip().splitlines()
     assert "('occupation', '护士')" in beliefs and "('age', '17')" in beliefs
     assert statuses == "[200, 200, 200]"
-    assert processes == "['api', 'beat', 'flower', 'redis', 'worker-embed', 'worker-pipeline'] False"
+    assert processes == "['api', 'flower', 'redis', 'worker-embed', 'worker-pipeline'] False"
+    assert beat == "True", "beat did not start inside the pipeline worker"

@@ -28,11 +28,11 @@ def celery(stack):
 
 
 def drain(runtime, timeout=60.0):
-    """Wait until every queue is empty and no task is in flight (kombu keeps late-ack messages in 'unacked')."""
+    """Wait until every queue is empty and no task is in flight (kombu keeps late-ack messages unacknowledged)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         queued = sum(runtime.state.client.llen(q) for q in ("extract", "embed", "graph", "audit", "maintenance"))
-        if queued == 0 and runtime.state.client.hlen("unacked") == 0:
+        if queued == 0 and runtime.state.broker.in_flight() == 0:
             return
         time.sleep(0.1)
     raise TimeoutError("queues did not drain")

@@ -170,7 +170,7 @@ def _wait_drained(prt) -> None:
     from workers.celery_app import QUEUES
 
     deadline = time.monotonic() + 60
-    while any(prt.state.client.llen(q) for q in QUEUES) or prt.state.client.hlen("unacked"):
+    while any(prt.state.client.llen(q) for q in QUEUES) or prt.state.broker.in_flight():
         assert time.monotonic() < deadline, {q: prt.state.client.llen(q) for q in QUEUES}
         time.sleep(0.1)
 

@@ -33,7 +33,7 @@ def wait_retracted(client, job_id):
 
 def drained(runtime):
     queued = sum(runtime.state.client.llen(q) for q in ("extract", "embed", "graph", "audit", "maintenance"))
-    return queued == 0 and runtime.state.client.hlen("unacked") == 0
+    return queued == 0 and runtime.state.broker.in_flight() == 0
 
 
 def recalled(client, uid, query):

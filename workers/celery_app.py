@@ -38,7 +38,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     return {
         "broker_url": settings.broker_url,
         "broker_connection_retry_on_startup": True,
-        # a killed worker's unacked messages come back after the visibility timeout: sweep for them often
+        # a worker's unacked messages wait in keys of its own (tasks.lifecycle); those of a worker that never
+        # comes back return after the visibility timeout: kombu sweeps a running worker's own keys often
         "broker_transport_options": {"visibility_timeout": settings.visibility_timeout_s,
                                      "unacked_restore_interval": min(10, settings.visibility_timeout_s // 2),
                                      "unacked_restore_throttle": 1},
@@ -50,9 +51,6 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_acks_late": True,
         "task_reject_on_worker_lost": True,
         "worker_prefetch_multiplier": 1,
-        # a pool child loads the embedder before it takes work; Celery kills a child that is not up within
-        # this (default 4 s), and a model load on a loaded box takes longer: every replacement was killed
-        "worker_proc_alive_timeout": settings.worker_start_timeout_s,
         "task_queues": [Queue(name, Exchange(name, type="direct"), routing_key=name) for name in QUEUES],
         "task_default_queue": "maintenance",
         "task_routes": {task: {"queue": queue} for task, queue in ROUTES.items()},
@@ -66,7 +64,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     }
 
 
-TASK_MODULES = ("tasks.pipeline", "tasks.maintenance", "tasks.signals")
+TASK_MODULES = ("tasks.pipeline", "tasks.maintenance", "tasks.signals", "tasks.lifecycle")
 
 
 def create_celery(settings: Settings, with_tasks: bool = True) -> Celery:

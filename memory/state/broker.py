@@ -3,8 +3,10 @@
 Each queue is a list, with one more per priority step (``<queue>\\x06\\x16<p>``); messages are protocol-2 JSON
 whose body is ``[args, kwargs, embed]``, base64-encoded unless ``tasks.envelope`` built it. A worker's
 unacknowledged messages (running, prefetched, buffered for a batch, waiting for a retry's countdown) wait in
-the ``unacked`` hash until the ack; kombu puts a dead worker's back on their queue after the visibility
-timeout.
+a hash of its own until the ack (``unacked:<node>``, :func:`node_keys`; every node that held any is listed in
+``NODES``): a worker started again under its name puts back at once what its previous run held
+(``tasks.lifecycle``), and the redrive puts back what a node that never returned held longer than the
+visibility timeout. ``unacked``, kombu's shared default, is read too (a worker of an older release).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from memory.state import keys
 from memory.state.client import decoded
 
 UNACKED = "unacked"  # kombu's default ``unacked_key``
+NODES = "mneme:broker:nodes"  # the worker nodes that hold (or held) messages in hashes of their own
 PRIORITY_LISTS = ("", "\x06\x163", "\x06\x166", "\x06\x169")  # kombu's ``sep`` and steps; 0 is the bare name
 PAGE = 1000
 
@@ -48,7 +51,21 @@ class Broker:
 
     def in_flight(self) -> int:
         """Messages workers hold unacknowledged."""
-        return int(self._redis.hlen(UNACKED))
+        pipe = self._redis.pipeline(transaction=False)
+        for key in self.unacked_keys():
+            pipe.hlen(key)
+        return sum(pipe.execute())
+
+    def register(self, node: str) -> None:
+        """Note that worker ``node`` holds its messages in :func:`node_keys`' hashes."""
+        self._redis.sadd(NODES, node)
+
+    def nodes(self) -> list[str]:
+        return sorted(decoded(self._redis.smembers(NODES)))
+
+    def unacked_keys(self) -> list[str]:
+        """Every hash a worker's unacknowledged messages may wait in."""
+        return [UNACKED, *(node_keys(node)["unacked_key"] for node in self.nodes())]
 
     def held_job_ids(self, queues: Iterable[str]) -> set[str]:
         """Job ids named by a message waiting in one of ``queues`` or held unacknowledged by a worker, read
@@ -61,12 +78,13 @@ class Broker:
 
     def _unacked(self) -> set[str]:
         held = set()
-        for _, value in self._redis.hscan_iter(UNACKED, count=PAGE):
-            try:
-                raw = json.loads(value)[0]
-            except (ValueError, IndexError, TypeError):
-                continue
-            held.update(job_ids_of(raw))
+        for key in self.unacked_keys():
+            for _, value in self._redis.hscan_iter(key, count=PAGE):
+                try:
+                    raw = json.loads(value)[0]
+                except (ValueError, IndexError, TypeError):
+                    continue
+                held.update(job_ids_of(raw))
         return held
 
     def _queued(self, queues: Iterable[str]) -> Iterator[str]:
@@ -76,6 +94,13 @@ class Broker:
                 while page := decoded(self._redis.lrange(queue + suffix, start, start + PAGE - 1)):
                     yield from page
                     start += PAGE
+
+
+def node_keys(node: str) -> dict[str, str]:
+    """kombu's Redis transport options that give worker ``node`` (``pipeline@host``) keys of its own for the
+    messages it holds unacknowledged, instead of the ``unacked`` hash every worker shares by default."""
+    return {"unacked_key": f"unacked:{node}", "unacked_index_key": f"unacked_index:{node}",
+            "unacked_mutex_key": f"unacked_mutex:{node}"}
 
 
 def job_ids_of(message: str | bytes | dict[str, Any]) -> list[str]:

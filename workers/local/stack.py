@@ -1,5 +1,6 @@
 """Start and stop the whole local stack: an embedded Valkey (unless MNEME_REDIS_URL is set), the API,
-the Celery workers (one for the pipeline queues, one batching embeddings), beat and Flower.
+the Celery workers (one process each: one for the pipeline queues with beat as a thread of it, one batching
+embeddings) and Flower.
 
 ``python -m workers.local.stack`` serves until Ctrl-C; ``make demo`` and the tests use :class:`Stack` too.
 
@@ -118,11 +119,12 @@ class Stack:
     data_dir: Path
     api_port: int = 8080
     flower_port: int = 5555
-    beat: bool = True
+    beat: bool = True  # beat as a thread of the pipeline worker
     flower: bool = True
     api_workers: int = 1  # uvicorn --workers: API processes sharing the port
     env: dict[str, str] = field(default_factory=dict)
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    restarts: dict[str, tuple[int, float]] = field(default_factory=dict)  # name → (times in a row, when next)
 
     def __post_init__(self) -> None:
         self.data_dir = self.data_dir.resolve()
@@ -164,8 +166,9 @@ class Stack:
     # --- processes -------------------------------------------------------------------------
     def commands(self) -> dict[str, list[str]]:
         py = sys.executable
-        celery = [py, "-m", "celery", "-A", "workers.celery_app:app"]
-        ops = [py, "-m", "celery", "-A", "workers.celery_app:ops"]  # beat and Flower run no task
+        # one process a worker (the solo pool: no parent holding a second copy of the library, tasks.lifecycle)
+        celery = [py, "-m", "celery", "-A", "workers.celery_app:app", "worker", "-P", "solo", "-l", "INFO",
+                  "--without-gossip", "--without-mingle"]
         # celery-batches buffers up to a batch of messages (extractions, graph writes, embeddings), so a worker
         # prefetches one (of the larger of its batched stages: a batch holds its messages unacknowledged)
         settings = self.settings
@@ -173,18 +176,15 @@ class Stack:
             "api": [py, "-m", "uvicorn", "workers.api:create_app", "--factory", "--host", "127.0.0.1",
                     "--port", str(self.api_port), "--no-access-log",
                     *(["--workers", str(self.api_workers)] if self.api_workers > 1 else [])],
-            "worker-pipeline": [*celery, "worker", "-Q", "extract,llm,graph,audit,maintenance", "-c", "1",
-                                "-n", "pipeline@%h", "-l", "INFO", "--prefetch-multiplier",
-                                str(max(settings.extract_batch_size, settings.graph_batch_size)), "--without-gossip",
-                                "--without-mingle"],
-            "worker-embed": [*celery, "worker", "-Q", "embed", "-c", "1", "-n", "embed@%h", "-l", "INFO",
-                             "--prefetch-multiplier", str(settings.embed_batch_size), "--without-gossip",
-                             "--without-mingle"],
+            "worker-pipeline": [*celery, "-Q", "extract,llm,graph,audit,maintenance", "-n", "pipeline@%h",
+                                "--prefetch-multiplier", str(max(settings.extract_batch_size,
+                                                                 settings.graph_batch_size))],
+            "worker-embed": [*celery, "-Q", "embed", "-n", "embed@%h", "--prefetch-multiplier",
+                             str(settings.embed_batch_size)],
         }
-        if self.beat:
-            cmds["beat"] = [*ops, "beat", "-l", "INFO", "-s", str(self.data_dir / "celerybeat-schedule")]
-        if self.flower:
-            cmds["flower"] = [*ops, "flower", "--address=127.0.0.1", f"--port={self.flower_port}"]
+        if self.flower:  # the app without its task modules: Flower runs no task
+            cmds["flower"] = [py, "-m", "celery", "-A", "workers.celery_app:ops", "flower", "--address=127.0.0.1",
+                              f"--port={self.flower_port}"]
         return cmds
 
     def start_redis(self) -> None:
@@ -239,12 +239,13 @@ class Stack:
         return bool(set(written.items()) & {(name, proc.pid) for name, proc in self.procs.items()})
 
     def _spawn(self, name: str, cmd: list[str]) -> None:
-        env = {**self.env, "MNEME_PRELOAD_EMBEDDER": "1"} if name == "worker-embed" else self.env
+        env = {**self.env, **{"worker-embed": {"MNEME_PRELOAD_EMBEDDER": "1"},
+                              "worker-pipeline": {"MNEME_EMBEDDED_BEAT": "1" if self.beat else "0"}}.get(name, {})}
         fd = os.open(self.logs / f"{name}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         with os.fdopen(fd, "ab") as log:  # the child keeps its own handle; every file it makes is 0600
             self.procs[name] = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, umask=0o077,
                                                 start_new_session=True)
-        if (name.startswith("worker-") or name == "beat") and self.settings.worker_nice:  # before they fork
+        if name.startswith("worker-") and self.settings.worker_nice:  # before it starts any thread
             lower_priority(self.procs[name].pid, self.settings.worker_nice)
 
     def wait_ready(self, wait_embedder: bool = True, timeout: float = 120) -> None:
@@ -298,6 +299,26 @@ class Stack:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+    def revive(self, now: float | None = None) -> list[str]:
+        """Start again each process that exited (killed, out of memory, crashed), as a supervisor would: a
+        worker puts back what its previous run held when it starts (``tasks.lifecycle``). One that keeps exiting
+        waits longer each time (1 s, doubling to 60 s); one that then stays up a minute starts the count anew."""
+        now = time.monotonic() if now is None else now
+        revived = []
+        for name, proc in list(self.procs.items()):
+            times, not_before = self.restarts.get(name, (0, 0.0))
+            if proc.poll() is None:
+                if times and now - not_before > 60:
+                    del self.restarts[name]
+                continue
+            if now < not_before:
+                continue
+            print(f"{name} exited ({proc.returncode}); starting it again\n{self.tail(name, 5)}", flush=True)
+            self.start_one(name)
+            self.restarts[name] = (times + 1, now + min(60.0, 2.0 ** times))
+            revived.append(name)
+        return revived
 
     def stop(self) -> None:
         owned = self.state_written and self._owns_state()
@@ -355,11 +376,7 @@ Try (long-term memory is off until the user opts in):
 
 Ctrl-C stops everything.""", flush=True)
         while not stopping:
-            for name, proc in stack.procs.items():
-                if proc.poll() is not None:
-                    print(f"{name} exited ({proc.returncode}); stopping.\n{stack.tail(name)}", flush=True)
-                    stopping = True
-                    break
+            stack.revive()
             time.sleep(0.5)
     finally:
         print("stopping…", flush=True)

@@ -1,0 +1,87 @@
+"""A worker process's life. Workers run one process each (Celery's solo pool: no parent holding a second
+copy of the library; scale by starting more of them), so a worker that dies takes what it held with it:
+
+- Its unacknowledged messages wait in hashes of its own (``memory.state.broker.node_keys``), and when it is
+  started again under its name (the local stack's supervisor, a container's restart policy) it puts all of them
+  back on their queues before it takes any work, at once instead of after the visibility timeout. What a node
+  that never returns held goes back through ``memory.redrive`` once older than the visibility timeout
+  (:func:`put_back_expired`). A node name must be unique while it runs, as Celery requires anyway.
+- The embed worker loads its model before it takes work (``MNEME_PRELOAD_EMBEDDER``).
+- Beat can run as a thread inside a worker (``MNEME_EMBEDDED_BEAT``): the local stack's pipeline worker does,
+  one process fewer. Only one process of a deployment may run beat.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from celery import Celery, signals
+from celery.beat import EmbeddedService
+
+from memory.mneme import get_mneme
+from memory.state.broker import UNACKED, node_keys
+
+log = logging.getLogger(__name__)
+
+_beat: list[Any] = []  # the beat thread this worker runs, if any
+_put_back: list[int] = []  # how many messages of its previous run this worker put back (logged once it logs)
+
+
+@signals.celeryd_init.connect
+def _keys_of_its_own(sender: str | None = None, conf: Any = None, **_: object) -> None:
+    if sender and conf is not None:
+        conf.broker_transport_options = {**conf.broker_transport_options, **node_keys(sender)}
+
+
+@signals.worker_init.connect
+def _start(sender: Any = None, **_: object) -> None:
+    mneme = get_mneme()
+    node = sender.hostname
+    mneme.state.broker.register(node)
+    _put_back[:] = [put_back(sender.app, node)]
+    if mneme.settings.preload_embedder:
+        mneme.warm_up()
+
+
+@signals.worker_ready.connect
+def _ready(sender: Any = None, **_: object) -> None:
+    if _put_back and _put_back[0]:
+        log.warning("put back %d messages this worker's previous run held unacknowledged", _put_back[0])
+    settings = get_mneme().settings
+    if settings.embedded_beat and sender is not None:
+        service: Any = EmbeddedService(sender.app, thread=True,  # a Thread (typed as either kind)
+                                       schedule_filename=str(settings.data_dir / "celerybeat-schedule"))
+        service.start()
+        _beat.append(service)
+
+
+@signals.worker_shutdown.connect
+def _stop_beat(**_: object) -> None:
+    while _beat:
+        _beat.pop().stop()
+
+
+def put_back(app: Celery, node: str | None, older_than_s: float | None = None) -> int:
+    """Put the messages ``node`` holds unacknowledged (``None``: kombu's shared hash) back on their queues, at
+    the head: all of them, or those delivered more than ``older_than_s`` ago. kombu moves each in one
+    transaction, so a message acknowledged meanwhile stays acknowledged."""
+    options = node_keys(node) if node else {"unacked_key": UNACKED, "unacked_index_key": UNACKED + "_index",
+                                            "unacked_mutex_key": UNACKED + "_mutex"}
+    with app.connection_for_write(transport_options=options) as conn:
+        channel: Any = conn.default_channel  # kombu's Redis channel: its client and QoS
+        client = channel.client
+        if older_than_s is None:
+            tags = client.hkeys(options["unacked_key"])
+        else:
+            tags = client.zrangebyscore(options["unacked_index_key"], "-inf", time.time() - older_than_s)
+        for tag in tags:
+            channel.qos.restore_by_tag(tag, client)
+        return len(tags)
+
+
+def put_back_expired(app: Celery, visibility_timeout_s: float) -> int:
+    """What any worker node (a departed one included) has held longer than the visibility timeout, back on
+    its queue — as kombu does for a running worker's own."""
+    return sum(put_back(app, node, visibility_timeout_s) for node in [None, *get_mneme().state.broker.nodes()])
