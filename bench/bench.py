@@ -357,45 +357,56 @@ def _key_groups(client: redis.Redis) -> dict[str, float]:
 
 
 # --- the default stack's footprint --------------------------------------------------------------
-def bench_footprint(tmp: Path, messages: int = 60) -> dict:
+def bench_footprint(tmp: Path, messages: int = 2000, recalls: int = 200) -> dict:
     """RSS (and PSS: shared pages split between the processes sharing them) of every process of the stack
-    ``make run`` starts, once each has done its work (messages through the pipeline, a recall); raw
-    baseline: a Redis server plus one Python process holding the same embedding model, the least a stack
-    that embeds must hold."""
+    ``make run`` starts, in its steady state: after ``messages`` messages of the long-conversation corpus (zh, en
+    and mixed users, ``bench/longmem``) went through the pipeline and ``recalls`` of its questions were asked.
+    Raw baseline: a Redis server plus one Python process holding the same embedding model that embedded the
+    same texts, the least a stack that embeds must hold."""
     import httpx
     import psutil
 
+    from bench.longmem.generate import generate
+
+    users, questions = generate(seed=7)
+    said = [(u["user_id"], s["session_id"], m) for u in users for s in u["sessions"] for m in s["messages"]]
+    said = said[::max(1, len(said) // messages)][:messages]  # every user, spread over their histories
+    ts = time.time() - 86400
+    bodies = [{"user_id": user, "session_id": session, "message_id": m["message_id"], "role": m["role"],
+               "content": m["content"], "client_ts": ts + i} for i, (user, session, m) in enumerate(said)]
     stack = Stack(tmp / "footprint", api_port=free_port(), flower_port=free_port(),
                   env={"MNEME_REDIS_URL": "", "MNEME_CONSENT_REQUIRED": "false"})
     stack.start()
     try:
-        texts, ts = corpus(), time.time() - 3600
-        bodies = [_message_body(i, texts[i % len(texts)][1], texts[i % len(texts)][0], 5, 12, ts + i)
-                  for i in range(messages)]
-        job_ids = [httpx.post(stack.api_url + "/v1/messages", json=b, timeout=30).json()["job_id"] for b in bodies]
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            states = {httpx.get(f"{stack.api_url}/v1/jobs/{j}", timeout=30).json()["state"] for j in job_ids}
-            if states <= {"done", "failed"}:
-                break
-            time.sleep(0.5)
-        httpx.post(stack.api_url + "/v1/recall", json={"user_id": "u1", "query": texts[1][1]}, timeout=30)
+        job_ids = asyncio.run(_enqueue_all(stack.api_port, bodies, 8))
+        _wait_finished(Mneme(stack.settings).state.jobs, job_ids, time.perf_counter(), 0.5)
+        with httpx.Client(base_url=stack.api_url, timeout=30) as client:
+            for q in questions[:recalls]:
+                client.post("/v1/recall", json={"user_id": q["user_id"], "query": q["query"]})
         processes: dict[str, dict[str, float]] = {}
         for name, proc in stack.procs.items():
             tree = psutil.Process(proc.pid)
             for i, p in enumerate([tree, *tree.children(recursive=True)]):
                 m = p.memory_full_info()
-                processes[name if i == 0 else f"{name} (child {i})"] = {"rss_mb": m.rss / 1e6, "pss_mb": m.pss / 1e6}
+                status = {k: int(v.split()[0]) * 1024 / 1e6 for k, v in
+                          (line.split(":", 1) for line in Path(f"/proc/{p.pid}/status").read_text().splitlines())
+                          if k in ("RssAnon", "RssFile")}  # a process's own memory / the files it maps
+                processes[name if i == 0 else f"{name} (child {i})"] = {
+                    "rss_mb": m.rss / 1e6, "pss_mb": m.pss / 1e6, "anon_mb": status["RssAnon"],
+                    "file_mb": status["RssFile"]}
     finally:
         stack.stop()
-    probe = ("import psutil; from memory.embedding import USEEmbedder; e = USEEmbedder(threads=1); "
-             "e.embed(['warm up', '预热一下']); print(psutil.Process().memory_info().rss)")
-    model_rss = int(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+    texts = tmp / "footprint-texts.json"
+    texts.write_text(json.dumps([b["content"] for b in bodies] + [q["query"] for q in questions[:recalls]]))
+    probe = ("import json, sys, psutil; from memory.embedding import USEEmbedder; e = USEEmbedder(threads=1); "
+             "t = json.load(open(sys.argv[1])); [e.embed(t[i:i + 32]) for i in range(0, len(t), 32)]; "
+             "print(psutil.Process().memory_info().rss)")
+    model_rss = int(subprocess.run([sys.executable, "-c", probe, str(texts)], capture_output=True, text=True,
                                    check=True).stdout.split()[-1]) / 1e6
     redis_rss = processes.get("redis", {}).get("rss_mb", 0.0)
     return {"processes": processes, "rss_mb": sum(p["rss_mb"] for p in processes.values()),
             "pss_mb": sum(p["pss_mb"] for p in processes.values()), "raw_mb": model_rss + redis_rss,
-            "messages": messages}
+            "messages": len(bodies), "recalls": min(recalls, len(questions))}
 
 
 # --- 3 + 7. end to end and the enqueue API, on one real stack -----------------------------------
@@ -912,6 +923,13 @@ def bench_embedder(n: int, batch: int, rounds: int = 3) -> dict:
 
 
 # --- report ---------------------------------------------------------------------------------
+def _own_and_files(process: dict) -> str:
+    """' (A own + F mapped files)' for a process measured with that split, else ''."""
+    if "anon_mb" not in process:
+        return ""
+    return f" ({process['anon_mb']:.0f} own + {process['file_mb']:.0f} mapped files)"
+
+
 def notes(r: dict) -> list[str]:
     """What each baseline does, how load was made, and the conditions of the run, for the sections in r."""
     out = []
@@ -929,10 +947,11 @@ def notes(r: dict) -> list[str]:
                    "versions, ids, full texts, the jobs' status records, metrics)")
     if "footprint" in r:
         f = r["footprint"]
-        per = ", ".join(f"{name} {p['rss_mb']:.0f}" for name, p in f["processes"].items())
-        out.append(f"stack memory: the stack `make run` starts (API, two workers, beat, Flower, Redis) after "
-                   f"{f['messages']} messages and a recall; RSS MB by process: {per}; raw baseline: Redis plus one "
-                   f"Python process holding the embedding model")
+        per = ", ".join(f"{name} {p['rss_mb']:.0f}" + _own_and_files(p) for name, p in f["processes"].items())
+        out.append(f"stack memory: the stack `make run` starts (API, two workers with beat in one, Flower, Redis) "
+                   f"after {f['messages']} messages of the long-conversation corpus and {f.get('recalls', 1)} "
+                   f"recalls; RSS MB by process: {per}; raw baseline: Redis plus one Python process holding the "
+                   f"embedding model, which embedded the same texts")
     if "e2e" in r:
         e = r["e2e"]
         out.append(f"end to end: {e['messages']} messages (each text made unique by a ' #i' suffix) POSTed on 16 "

