@@ -6,6 +6,8 @@ import hashlib
 import re
 import uuid
 
+from memory.pinyin import lazy_pinyin
+
 _NAMESPACE = uuid.UUID("6d6e656d-6500-4d6e-8d65-6d6e656d6521")
 
 
@@ -36,8 +38,6 @@ def event_id(tenant: str, user_id: str, message_id: str, kind: str, index: int) 
 def concept_id(tenant: str, name: str) -> str:
     """A valid, descriptive graph identifier for any concept name, zh or en: ``[a-z][a-z0-9_]*``, ≤32
     chars, e.g. 楞次定律 → ``lengcidinglv_3f9a1c2e``, "short answers" → ``short_answers_5b0e77d1``."""
-    from pypinyin import lazy_pinyin
-
     norm = " ".join(name.lower().split())
     slug = re.sub(r"[^a-z0-9]+", "_", "".join(lazy_pinyin(norm)).lower()).strip("_")
     if not slug[:1].isalpha():
