@@ -171,11 +171,14 @@ class Mneme:
         """The model is loaded and has encoded once (the first encode is the slow one)."""
         return self._warm
 
-    def warm_up(self) -> None:
+    def warm_up(self, segmenter: bool = True) -> None:
         """Load the embedder and run a real encode, and open the stores, so the first request after a start
-        is not the one that pays for it. A store that cannot open now is reported by ``health``."""
+        is not the one that pays for it. A store that cannot open now is reported by ``health``.
+        ``segmenter``: load the word segmenter's dictionary too (~33 MB: the API segments every query; the
+        embed worker never segments)."""
         self.embedder.embed(["warm up", "预热一下"])
-        tokenize("预热一下")  # loads the segmenter's dictionary
+        if segmenter:
+            tokenize("预热一下")
         pings: tuple[Callable[[], None], ...] = (lambda: self.episodic.ping(), lambda: self.semantic.ping())
         for ping in pings:
             try:

@@ -6,7 +6,7 @@ copy of the library; scale by starting more of them), so a worker that dies take
   back on their queues before it takes any work, at once instead of after the visibility timeout. What a node
   that never returns held goes back through ``memory.redrive`` once older than the visibility timeout
   (:func:`put_back_expired`). A node name must be unique while it runs, as Celery requires anyway.
-- The embed worker loads its model before it takes work (``MNEME_PRELOAD_EMBEDDER``).
+- The embed worker loads its model before it takes work (``MNEME_PRELOAD_EMBEDDER``), not the segmenter.
 - Beat can run as a thread inside a worker (``MNEME_EMBEDDED_BEAT``): the local stack's pipeline worker does,
   one process fewer. Only one process of a deployment may run beat.
 """
@@ -42,7 +42,7 @@ def _start(sender: Any = None, **_: object) -> None:
     mneme.state.broker.register(node)
     _put_back[:] = [put_back(sender.app, node)]
     if mneme.settings.preload_embedder:
-        mneme.warm_up()
+        mneme.warm_up(segmenter=False)  # what needs the segmenter loads it on first use
 
 
 @signals.worker_ready.connect

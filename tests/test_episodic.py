@@ -33,7 +33,12 @@ def test_processes_keep_one_table_file_read_only_the_rows_they_need_and_embed_ex
     assert (table.stat().st_mode & 0o777, (tmp_path / "models").stat().st_mode & 0o777) == (0o600, 0o700)
     assert np.array_equal(first.embed(texts), own) and np.array_equal(second.embed(texts), own)
     rows = second._model._model.table
-    assert 0 < int(rows._read.sum()) < 500 < rows.shape[0]  # the rows of these texts' tokens, of 128k
+    assert 0 < rows.met() < 500 < rows.shape[0]  # the rows of these texts' tokens, of 128k
+    from bench.longmem.generate import generate
+
+    users, _ = generate(seed=7)  # enough words that the rows' array grows past its first 1,024
+    many = [m["content"] for u in users for s in u["sessions"] for m in s["messages"]][::8]
+    assert np.array_equal(second.embed(many), USEEmbedder().embed(many)) and rows.met() > 1024
 
 
 def test_the_reference_tokenizer_gives_the_packages_own_ids_but_one_unknown_piece_a_run():
