@@ -457,13 +457,23 @@ def _cpu_seconds(stack: Stack) -> dict[str, float]:
     return out
 
 
-def _wait_finished(jobs: Jobs, job_ids: list[str], started: float, every: float) -> dict[str, str | None]:
-    """Each job's final state once all are done or failed (or 600 s after ``started``), asking only about
-    those not finished yet: the polling is not to cost the stack it watches more than it must."""
+def _wait_finished(jobs: Jobs, job_ids: list[str], started: float, every: float,
+                   look: int = 200) -> dict[str, str | None]:
+    """Each job's final state once all are done or failed (or 600 s after ``started``). Watching is not to
+    cost the stack it watches (on the same CPUs) more than it must: jobs end about in the order they were
+    sent, so each look asks about the oldest unfinished ``look`` jobs and goes on to the next ones only
+    while those are all finished (asking about every unfinished job each time cost this process ~1 ms of
+    CPU per message, and Redis a third of its own)."""
     finished: dict[str, str | None] = {}
-    while (left := [j for j in job_ids if j not in finished]) and time.perf_counter() - started < 600:
-        finished |= {j: s for j, s in jobs.states(left).items() if s in ("done", "failed")}
-        if len(finished) < len(job_ids):
+    left = list(job_ids)
+    while left and time.perf_counter() - started < 600:
+        unfinished: list[str] = []
+        while left and not unfinished:
+            chunk, rest = left[:look], left[look:]
+            finished |= {j: s for j, s in jobs.states(chunk).items() if s in ("done", "failed")}
+            unfinished = [j for j in chunk if j not in finished]
+            left = unfinished + rest
+        if left:
             time.sleep(every)
     return finished
 

@@ -315,8 +315,8 @@ def graph_done(mneme: Mneme, job_ids: Sequence[str]) -> None:
     mneme.state.jobs.complete_each("graph", {job_id: {} for job_id in job_ids})
 
 
-def stale_jobs(mneme: Mneme, limit: int) -> list[str]:
-    return mneme.state.jobs.stale(mneme.settings.redrive_after_s, limit)
+def stale_jobs(mneme: Mneme, limit: int, older_than_s: float | None = None) -> list[str]:
+    return mneme.state.jobs.stale(mneme.settings.redrive_after_s if older_than_s is None else older_than_s, limit)
 
 
 def tuning_stage(mneme: Mneme, pairs_path: Path | None, *, publish: bool, dry_run: bool, rank: int,

@@ -66,17 +66,17 @@ class Settings(BaseSettings):
     job_ttl_s: int = Field(7 * 24 * 3600, ge=60, description="How long an unfinished job is kept (and re-sent).")
     job_done_ttl_s: int = Field(24 * 3600, ge=60, description="How long a finished job's status stays readable.")
     redrive_after_s: int = Field(300, ge=1, description="Accepted jobs not done by then are re-sent.")
-    embed_batch_size: int = Field(32, ge=1, le=1024)
+    embed_batch_size: int = Field(32, ge=1, le=1024, description="The embed stage runs up to this many messages as "
+                                  "one batch, at once when that many are queued.")
     embed_flush_interval_s: float = Field(0.2, gt=0)
-    extract_batch_size: int = Field(32, ge=1, le=1024, description="A worker runs up to this many extraction "
-                                    "tasks (each naming up to this many messages) as one, declared in one round "
-                                    "trip.")
+    extract_batch_size: int = Field(32, ge=1, le=1024, description="A worker extracts up to this many messages "
+                                    "as one batch, declared in one round trip, at once when that many are queued.")
     extract_flush_interval_s: float = Field(0.1, gt=0, description="…or what came within this long.")
     extract_send_interval_s: float = Field(
         0.02, ge=0, description="An API process sends the extraction of the messages it accepted within this long "
         "as one task (up to MNEME_EXTRACT_BATCH_SIZE); 0 sends each message's at once.")
     graph_batch_size: int = Field(32, ge=1, le=1024, description="Graph writes of up to this many messages run "
-                                                                  "as one task, with one audit task.")
+                                                                  "as one batch, with one audit task.")
     graph_flush_interval_s: float = Field(0.1, gt=0, description="…or what came within this long.")
     tenant_window: int = Field(
         512, ge=0, description="Jobs of one tenant in the pipeline at once; the rest wait in the tenant's own line, "

@@ -29,8 +29,7 @@ def redrive(self: MnemeTask, dry_run: bool = False, limit: int = 500) -> dict[st
     held = [] if dry_run else mneme.trail.overdue(mneme.settings.redrive_after_s, limit)
     retractions = mneme.working.unfinished_retractions(mneme.settings.redrive_after_s, limit)
     if not dry_run:
-        for job_id in report["job_ids"]:
-            extract.apply_async(kwargs={"job_id": job_id}, task_id=job_id)
+        resend(report["job_ids"])
         let_in = mneme.state.fair.sweep()  # places that ended unseen, freed: waiting jobs take them
         send_extractions(let_in)
         report["let_in"] = len(let_in)
@@ -42,11 +41,11 @@ def redrive(self: MnemeTask, dry_run: bool = False, limit: int = 500) -> dict[st
             "audit_records_resent": len(held), "retractions": len(retractions)}
 
 
-def lost_jobs(mneme: Mneme, app: Celery, limit: int) -> dict[str, Any]:
-    """Of the jobs not done after ``MNEME_REDRIVE_AFTER_S``, those no queue, no worker and no tenant's line
-    holds: ``stale`` counts them all, ``in_flight`` those still on their way, ``waiting`` those waiting their
-    tenant's turn (``memory.state.fairness``), ``job_ids`` the lost ones."""
-    stale = pipeline.stale_jobs(mneme, limit)
+def lost_jobs(mneme: Mneme, app: Celery, limit: int, older_than_s: float | None = None) -> dict[str, Any]:
+    """Of the jobs not done after ``older_than_s`` (``MNEME_REDRIVE_AFTER_S`` by default), those no queue, no
+    worker and no tenant's line holds: ``stale`` counts them all, ``in_flight`` those still on their way,
+    ``waiting`` those waiting their tenant's turn (``memory.state.fairness``), ``job_ids`` the lost ones."""
+    stale = pipeline.stale_jobs(mneme, limit, older_than_s)
     held = mneme.state.broker.held_job_ids(app.amqp.queues) if stale else set()  # the broker is this Redis
     unheld = [job_id for job_id in stale if job_id not in held]
     tenants = [(found.tenant, found.job_id) for found in mneme.state.jobs.inputs(unheld)
@@ -55,6 +54,13 @@ def lost_jobs(mneme: Mneme, app: Celery, limit: int) -> dict[str, Any]:
     # not those that finished while the broker was read
     lost = mneme.state.jobs.unfinished([job_id for job_id in unheld if job_id not in waiting])
     return {"stale": len(stale), "in_flight": len(stale) - len(unheld), "waiting": len(waiting), "job_ids": lost}
+
+
+def resend(job_ids: list[str]) -> None:
+    """Lost jobs from the start: their extraction again, which keeps what was recorded and pushes the stages
+    that follow (each idempotent)."""
+    for job_id in job_ids:
+        extract.apply_async(kwargs={"job_id": job_id}, task_id=job_id)
 
 
 @shared_task(name="memory.train_adapter", base=MnemeTask, stage="maintenance")

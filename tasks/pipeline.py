@@ -5,6 +5,7 @@ retraction in its Redis step (``memory/state/lua/sessions.lua``) until this task
 from __future__ import annotations
 
 import logging
+import queue
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -70,13 +71,19 @@ class StageBatches(Batches):  # type: ignore[misc]  # Batches is untyped (see it
     a dead letter, see ``embed``) and logs its own line once the batch has run (with its task id and the id of
     the HTTP request that caused it), and Flower and the logs list a batched stage's messages like any task's.
     Events go out only while they are on (Flower turns them on while it looks). Acknowledged late, once the
-    batch has run, as celery-batches does. A batch is up to ``MNEME_<STAGE>_BATCH_SIZE`` requests, or what came
-    within ``MNEME_<STAGE>_FLUSH_INTERVAL_S`` (``stage`` is given with the task)."""
+    batch has run, as celery-batches does. A batch is the requests naming ``MNEME_<STAGE>_BATCH_SIZE`` jobs
+    (messages), run as soon as they are buffered, or what came within ``MNEME_<STAGE>_FLUSH_INTERVAL_S``
+    (``stage`` is given with the task)."""
 
     stage = ""
+    flush_every = 2**62  # celery-batches counts requests; a batch is counted in jobs instead (``Strategy``)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._buffer = _JobCountingQueue()
 
     @property
-    def flush_every(self) -> int:
+    def batch_jobs(self) -> int:
         size: int = getattr(get_mneme().settings, f"{self.stage}_batch_size")
         return size
 
@@ -84,6 +91,19 @@ class StageBatches(Batches):  # type: ignore[misc]  # Batches is untyped (see it
     def flush_interval(self) -> float:
         interval: float = getattr(get_mneme().settings, f"{self.stage}_flush_interval_s")
         return interval
+
+    def Strategy(self, task: Any, app: Any, consumer: Any) -> Callable[..., None]:  # noqa: N802 - Celery's name
+        """celery-batches' handler of a message, then a flush as soon as the buffered requests name a batch
+        of jobs: a request of the branch stages already names up to a batch (``_branch_send``), so it runs at
+        once instead of waiting for the flush interval (the worker would sit idle that long between batches)."""
+        handle = super().Strategy(task, app, consumer)
+
+        def on_message(*args: Any, **kwargs: Any) -> None:
+            handle(*args, **kwargs)
+            if self._buffer.jobs >= self.batch_jobs:
+                self._do_flush()
+
+        return on_message
 
     def flush(self, requests: Sequence[Request]) -> Any:
         for req in requests:
@@ -112,6 +132,25 @@ class StageBatches(Batches):  # type: ignore[misc]  # Batches is untyped (see it
         batch = ([SimpleRequest.from_request(r) for r in requests],)
         return self._pool.apply_async(apply_batches_task, (self, batch, 0, None), accept_callback=on_accepted,
                                       callback=on_return)
+
+
+class _JobCountingQueue(queue.Queue[Request]):
+    """celery-batches' buffer, counting the jobs its requests name (a request naming none counts one)."""
+
+    jobs = 0
+
+    @staticmethod
+    def _size(request: Request) -> int:
+        return len(jobs_of(request.kwargs, None) or [None])
+
+    def _put(self, item: Request) -> None:
+        super()._put(item)
+        self.jobs += self._size(item)
+
+    def _get(self) -> Request:
+        item = super()._get()
+        self.jobs -= self._size(item)
+        return item
 
 
 class Job(NamedTuple):

@@ -51,8 +51,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory):
+    # a long-term layer's deadline (2 s by default, for a hung store: test_faults) is longer here, where
+    # behaviour is tested on a busy 2-core box and a recall that misses it answers with nothing from that layer
     with running_stack(tmp_path_factory, "stack", MNEME_WINDOW_SIZE="50", MNEME_VERSIONS_KEPT="20",
-                       MNEME_CONSENT_REQUIRED="false") as s:
+                       MNEME_CONSENT_REQUIRED="false", MNEME_RECALL_LAYER_TIMEOUT_S="10") as s:
         yield s
 
 

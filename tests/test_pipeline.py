@@ -242,7 +242,7 @@ LIKES = ["天文学", "astronomy", "化学", "chemistry", "历史", "history", "
 def test_a_poison_request_in_a_batch_fails_alone_and_the_others_of_every_user_are_done(client, uid, runtime,
                                                                                         celery, stack):
     """Eight messages of four users (in the extraction tasks the API sent for them), a job whose message is
-    malformed and a request naming no job make one batch (exactly its size in tasks, and a flush interval
+    malformed and a request naming no job make one batch (exactly its size in jobs, and a flush interval
     longer than the test): the two poison requests are dead letters, each on its own, the poison job fails,
     and the eight are extracted in the batch's one declaring step and done, each user's beliefs their own."""
     users = [f"u{uid}-{i}" for i in range(4)]
@@ -269,7 +269,8 @@ def test_a_poison_request_in_a_batch_fails_alone_and_the_others_of_every_user_ar
     except BaseException:
         stack.start_one("worker-pipeline")
         raise
-    with restarted(stack, "worker-pipeline", MNEME_EXTRACT_BATCH_SIZE=str(len(queued)),
+    named = sum(len(job_ids_of(m)) or 1 for m in queued)  # a batch counts jobs (a request naming none counts one)
+    with restarted(stack, "worker-pipeline", MNEME_EXTRACT_BATCH_SIZE=str(named),
                    MNEME_EXTRACT_FLUSH_INTERVAL_S="600"):
         done = client.wait([*good, poison_job], timeout=60)
     assert [j.state for j in done] == ["done"] * 8 + ["failed"]
