@@ -48,6 +48,7 @@ import time
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 import redis
@@ -67,6 +68,7 @@ from workers.local.stack import Stack, free_port
 DATA = Path(__file__).parent / "data"
 TENANT = "default"
 SECTIONS = tuple(readme.SECTION_ROWS)
+_T = TypeVar("_T")
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -418,10 +420,18 @@ def _message_body(i: int, text: str, role: str, users: int, per_session: int, ts
 
 
 async def _enqueue_all(port: int, bodies: list[dict], concurrency: int, api_key: str = "") -> list[str]:
-    """POST every body on ``concurrency`` keep-alive connections with the API bench's minimal client (httpx
-    spent ~1 ms of the box's CPU per request, which the stack it measures would pay for), as ``api_key``'s
-    tenant if given; their job ids."""
-    job_ids: list[str] = [""] * len(bodies)
+    """POST every body to /v1/messages on ``concurrency`` keep-alive connections with the API bench's minimal
+    client (httpx spent ~1 ms of the box's CPU per request, which the stack it measures would pay for), as
+    ``api_key``'s tenant if given; their job ids."""
+    return await _send_all(port, "/v1/messages", [json.dumps(b).encode() for b in bodies], concurrency,
+                           lambda body: body["job_id"], api_key)
+
+
+async def _send_all(port: int, path: str, bodies: list[bytes], concurrency: int, read: Callable[[Any], _T],
+                    api_key: str = "") -> list[_T]:
+    """POST every body to ``path`` (202 expected) on ``concurrency`` keep-alive connections; what ``read``
+    takes from each answer, in the order sent."""
+    answers: list[Any] = [None] * len(bodies)
     queue: asyncio.Queue[int] = asyncio.Queue()
     for i in range(len(bodies)):
         queue.put_nowait(i)
@@ -432,15 +442,15 @@ async def _enqueue_all(port: int, bodies: list[dict], concurrency: int, api_key:
         try:
             while not queue.empty():
                 i = queue.get_nowait()
-                status, body = await conn.post(host, "/v1/messages", json.dumps(bodies[i]).encode())
+                status, body = await conn.post(host, path, bodies[i])
                 if status != 202:
-                    raise RuntimeError(f"POST /v1/messages answered {status}: {body[:200]!r}")
-                job_ids[i] = json.loads(body)["job_id"]
+                    raise RuntimeError(f"POST {path} answered {status}: {body[:200]!r}")
+                answers[i] = read(json.loads(body))
         finally:
             conn.writer.close()
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return job_ids
+    return answers
 
 
 def _cpu_seconds(stack: Stack) -> dict[str, float]:
@@ -514,8 +524,11 @@ def bench_e2e(stack: Stack, n: int) -> dict:
     raw_rate = max(raw_rates)
     drained = _drain(stack, [_message_body(n + i, unique(n + i)[1], unique(n + i)[0], 40, 25, ts + n + i)
                              for i in range(n)])
+    batched = _batched(stack, [_message_body(2 * n + i, unique(2 * n + i)[1], unique(2 * n + i)[0], 40, 25,
+                                             ts + 2 * n + i) for i in range(n)], BATCHED)
     return {
         "pipeline_alone": drained | {"ratio": drained["messages_per_s"] / raw_rate},
+        "batched": batched | {"ratio": batched["messages_per_s"] / raw_rate},
         "messages": n, "enqueue_seconds": enqueued, "all_done_seconds": elapsed,
         "mneme_messages_per_s": n / elapsed, "raw_embedder_sentences_per_s": raw_rate,
         "ratio": n / elapsed / raw_rate, "failed_jobs": sum(s == "failed" for s in states.values()),
@@ -524,6 +537,24 @@ def bench_e2e(stack: Stack, n: int) -> dict:
         "cpu_ms_per_message": round(sum(cpu_after.get(k, 0) - v for k, v in cpu_before.items()) / n * 1000, 2),
         "client_cpu_ms_per_message": round(client_cpu / n * 1000, 2),  # this process: it sends, then polls
     }
+
+
+BATCHED = 32  # messages a POST /v1/messages/batch in the batched end to end
+
+
+def _batched(stack: Stack, bodies: list[dict], per: int) -> dict:
+    """End to end again, the messages sent ``per`` a request (POST /v1/messages/batch, 8 connections): the
+    messages/s until every job is done, and the API's CPU per message."""
+    groups = [bodies[i:i + per] for i in range(0, len(bodies), per)]
+    cpu_before, started = _cpu_seconds(stack), time.perf_counter()
+    job_ids = [job for jobs in asyncio.run(_send_all(stack.api_port, "/v1/messages/batch", [
+        json.dumps({"messages": g}).encode() for g in groups], 8, lambda body: [a["job_id"] for a in body["accepted"]]))
+        for job in jobs]
+    _wait_finished(Mneme(stack.settings).state.jobs, job_ids, started, 0.1)
+    seconds, cpu_after = time.perf_counter() - started, _cpu_seconds(stack)
+    return {"messages": len(bodies), "per_request": per, "messages_per_s": len(bodies) / seconds,
+            "cpu_ms_per_message_by_process": {k: round((cpu_after.get(k, 0) - v) / len(bodies) * 1000, 2)
+                                              for k, v in cpu_before.items()}}
 
 
 def _drain(stack: Stack, bodies: list[dict]) -> dict:

@@ -130,6 +130,11 @@ def _e2e(e: dict) -> list[Row]:
         *([row("  the pipeline alone: a backlog drained by the workers", "{:.0f} msg/s", alone["messages_per_s"],
                HIGHER, show("{:.0f} sent/s", raw), show("{:.2f}x", alone["ratio"]))]
           if (alone := e.get("pipeline_alone")) else []),
+        *([row(f"  end to end, {batched['per_request']} messages a POST (/v1/messages/batch)", "{:.0f} msg/s",
+               batched["messages_per_s"], HIGHER, show("{:.0f} sent/s", raw), show("{:.2f}x", batched["ratio"])),
+           row("    its API's CPU per message", "{:.2f} ms", batched["cpu_ms_per_message_by_process"].get("api"),
+               LOWER, show("{:.2f} ms", div(e["cpu_seconds_per_process"].get("api"), e["messages"] / 1000)))]
+          if (batched := e.get("batched")) else []),
     ]
 
 

@@ -37,4 +37,4 @@ def test_the_client_compiles_strictly_and_passes_its_tests_against_the_real_api(
     assert built.returncode == 0, built.stdout + built.stderr
     tested = run(NODE, "--test", "test/", MNEME_API_URL=stack.api_url)
     assert tested.returncode == 0, tested.stdout[-4000:] + tested.stderr[-2000:]
-    assert "# pass 3" in tested.stdout and "# skipped 0" in tested.stdout
+    assert "# pass 4" in tested.stdout and "# skipped 0" in tested.stdout

@@ -169,3 +169,69 @@ def test_the_turn_before_a_message_is_the_one_before_it_in_the_window(client, ui
     turns = runtime.working.turns_before(asked)
     assert [t.message_id if t else None for t in turns] == [None, "m1", "m3", None, None, None]
     assert turns[1].content == "第1条 message 1" and turns[1].role == "assistant"
+
+
+# --- many messages a request (POST /v1/messages/batch) ------------------------------------------------------
+
+def said(uid, i, content, session=None, role="user", ts=None):
+    return {"user_id": f"u{uid}", "session_id": session or f"s{uid}", "message_id": f"m{i}", "role": role,
+            "content": content, "client_ts": ts if ts is not None else 1_700_000_000 + i}
+
+
+def test_a_batch_of_a_turn_and_of_another_session_is_accepted_in_order_and_remembered(client, uid):
+    batch = [said(uid, 1, "我叫林小雨，我喜欢天文学"),
+             said(uid, 2, "Nice to meet you! Astronomy is great.", role="assistant"),
+             said(uid, 3, "I also love 化学 and chemistry labs", session=f"s{uid}-b")]
+    answers = client.remember_many(batch).accepted
+    assert [(a.session_id, a.message_id, a.duplicate) for a in answers] == [
+        (f"s{uid}", "m1", False), (f"s{uid}", "m2", False), (f"s{uid}-b", "m3", False)]
+    assert [m.content for m in client.messages(f"s{uid}").messages] == [batch[0]["content"], batch[1]["content"]]
+    assert [j.state for j in client.wait([a.job_id for a in answers])] == ["done"] * 3
+    found = client.recall(user_id=f"u{uid}", query="化学实验")
+    assert "m3" in found.events[0].message_ids
+    assert ("likes", "天文学") in {(f.relation, f.object) for f in found.facts}
+
+
+def test_a_batch_sent_again_is_answered_duplicate_and_changes_nothing(client, uid):
+    batch = [said(uid, i, f"第{i}条 message {i}") for i in range(3)]
+    first = client.remember_many(batch).accepted
+    again = client.remember_many(batch).accepted
+    assert [a.duplicate for a in again] == [True] * 3 and [a.job_id for a in again] == [a.job_id for a in first]
+    assert client.messages(f"s{uid}").version == first[-1].version == 3
+
+
+@pytest.mark.parametrize(("bad", "status", "says"), [
+    ({"content": " \t "}, 400, "messages[1]: content is empty after cleaning"),
+    ({"client_ts": "yesterday"}, 422, "client_ts"),
+    ({"role": "robot"}, 422, "role"),
+])
+def test_one_invalid_message_refuses_the_batch_naming_it_and_accepts_none(client, uid, bad, status, says):
+    batch = [said(uid, 0, "我喜欢物理"), said(uid, 1, "I like physics") | bad, said(uid, 2, "还有数学")]
+    with pytest.raises(MnemeAPIError) as err:
+        client.remember_many(batch)
+    assert err.value.status == status and says in err.value.message
+    assert "物理" not in err.value.message and "physics" not in err.value.message  # no user content in errors
+    with pytest.raises(MnemeAPIError) as gone:
+        client.messages(f"s{uid}")
+    assert gone.value.status == 404  # nothing of the batch was kept
+
+
+def test_a_conflict_midway_names_the_message_and_a_mended_batch_sent_again_completes(client, uid):
+    post(client, uid, 1, "原来的内容")
+    batch = [said(uid, 0, "第零条"), said(uid, 1, "另一个内容 reused id"), said(uid, 2, "第二条")]
+    with pytest.raises(MnemeAPIError) as err:
+        client.remember_many(batch)
+    assert err.value.status == 409 and err.value.message.startswith("messages[1]: ")
+    assert [m.message_id for m in client.messages(f"s{uid}").messages] == ["m0", "m1"]
+    batch[1] = said(uid, 1, "原来的内容")
+    answers = client.remember_many(batch).accepted
+    assert [a.duplicate for a in answers] == [True, True, False]
+    assert [m.message_id for m in client.messages(f"s{uid}").messages] == ["m0", "m1", "m2"]
+
+
+def test_a_batch_holds_one_to_a_hundred_messages(client, uid):
+    for size in (0, 101):
+        with pytest.raises(MnemeAPIError) as err:
+            client.remember_many([said(uid, i, f"msg {i}") for i in range(size)])
+        assert err.value.status == 422 and "messages" in err.value.message
+    assert len(client.remember_many([said(uid, i, f"msg {i}") for i in range(100)]).accepted) == 100

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 from mneme_client import models as schemas
+from mneme_client.models import BATCH_MAX
 from pydantic import AfterValidator, BaseModel, Field, model_validator
 
 from memory import models
@@ -46,6 +47,11 @@ class MessageIn(BaseModel):
         description="When the message was written: ISO 8601 or unix seconds (milliseconds accepted), "
                     "from 2000-01-01 to at most a day from now."
     )
+
+
+class MessagesIn(BaseModel):
+    messages: list[MessageIn] = Field(min_length=1, max_length=BATCH_MAX, description=(
+        f"1 to {BATCH_MAX} messages, of any sessions and users of the tenant, accepted in this order."))
 
 
 class RollbackIn(BaseModel):

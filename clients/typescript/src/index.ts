@@ -2,7 +2,7 @@
 // the API's own schemas (./types.ts, generated from its OpenAPI document), retrying 429 and 503 as the API asks.
 import type {
   Belief, BeliefHistory, ConsentChange, DeletionReceipt, Events, FeedbackIn, FeedbackResult, FullMessage, Health, JobStatus,
-  MessageAccepted, MessageIn, Metrics, PageLink, Policy, Profile, Purposes, Reads, RecallIn, RecallResult, Receipt, Review,
+  MessageAccepted, MessageIn, MessagesAccepted, Metrics, PageLink, Policy, Profile, Purposes, Reads, RecallIn, RecallResult, Receipt, Review,
   RolledBack, Sessions, SessionView, VocabularyOut,
 } from "./types.js";
 
@@ -102,6 +102,13 @@ export class MnemeClient {
   remember(message: Omit<MessageIn, "client_ts"> & { client_ts?: MessageIn["client_ts"] }, window = false) {
     const body = { client_ts: Date.now() / 1000, ...message };
     return this.request<MessageAccepted>("POST", "/v1/messages", { body, query: { window: window || undefined } });
+  }
+  /** Many messages in one request (a turn, a history imported; up to 100), each as `remember` takes it, answered in
+   * the order sent. All are checked before any is accepted; sent again, those accepted before answer `duplicate`. */
+  rememberMany(messages: Array<Omit<MessageIn, "client_ts"> & { client_ts?: MessageIn["client_ts"] }>) {
+    const now = Date.now() / 1000;
+    const body = { messages: messages.map((message) => ({ client_ts: now, ...message })) };
+    return this.request<MessagesAccepted>("POST", "/v1/messages/batch", { body });
   }
   messages(sessionId: string, version?: number) {
     return this.request<SessionView>("GET", path("v1", "sessions", sessionId, "messages"), { query: { version } });

@@ -295,6 +295,16 @@ export interface MessageIn {
   client_ts: string | number;
 }
 
+export interface MessagesAccepted {
+  /** One answer a message, in the order they were sent. */
+  accepted: Array<MessageAccepted>;
+}
+
+export interface MessagesIn {
+  /** 1 to 100 messages, of any sessions and users of the tenant, accepted in this order. */
+  messages: Array<MessageIn>;
+}
+
 export interface Metrics {
   messages: number;
   sessions: number;

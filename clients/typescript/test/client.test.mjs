@@ -27,6 +27,19 @@ test("remembers in Chinese and English and recalls across languages", { skip: !u
   assert.ok((await mneme.events(user, { include_text: true })).events.length >= 2);
 });
 
+test("remembers a turn in one request, in order, and a batch sent again is all duplicates", { skip: !url }, async () => {
+  const turn = `${session}-turn`;
+  const batch = [
+    { user_id: user, session_id: turn, message_id: "t0", role: "user", content: "我养了一只猫，叫 Mochi" },
+    { user_id: user, session_id: turn, message_id: "t1", role: "assistant", content: "Mochi is a lovely name!" },
+  ];
+  const first = await mneme.rememberMany(batch);
+  assert.deepEqual(first.accepted.map((a) => [a.message_id, a.duplicate]), [["t0", false], ["t1", false]]);
+  assert.deepEqual((await mneme.messages(turn)).messages.map((m) => m.message_id), ["t0", "t1"]);
+  const again = await mneme.rememberMany(batch);
+  assert.deepEqual(again.accepted.map((a) => a.duplicate), [true, true]);
+});
+
 test("corrects, lists, withdraws a purpose and erases, each answer typed as the API declares", { skip: !url }, async () => {
   const belief = await mneme.correct(user, "age", "17");
   assert.equal(belief.source, "human");

@@ -4,7 +4,7 @@ async client each run these (``_client``), so neither repeats them."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -24,6 +24,7 @@ from mneme_client.models import (
     Health,
     JobStatus,
     MessageAccepted,
+    MessagesAccepted,
     Metrics,
     PageLink,
     Policy,
@@ -74,11 +75,25 @@ def remember(*, user_id: str, session_id: str, message_id: str, content: str, ro
     """Append a message to the session's working memory and queue it for long-term memory (a harmless retry
     when sent again with the same ``message_id``). ``role``: user, assistant, system or tool (system and tool
     messages stay the session's context, never memory). ``window``: the answer carries the session's window."""
+    body = _message(user_id=user_id, session_id=session_id, message_id=message_id, content=content, role=role,
+                    client_ts=client_ts, device_id=device_id)
+    return Call("POST", "/v1/messages", _model(MessageAccepted), json=body, params={"window": window or None})
+
+
+def remember_many(messages: Sequence[Mapping[str, Any]]) -> Call[MessagesAccepted]:
+    """Many messages in one request (a turn, a history imported; up to 100), each a mapping of ``remember``'s
+    arguments (``client_ts`` now and ``role`` user unless given). All are checked before any is accepted; sent
+    again, the ones accepted before answer ``duplicate``. The answers come in the order sent."""
+    return Call("POST", "/v1/messages/batch", _model(MessagesAccepted),
+                json={"messages": [_message(**message) for message in messages]})
+
+
+def _message(*, user_id: str, session_id: str, message_id: str, content: str, role: Role | str = Role.user,
+             client_ts: float | datetime | None = None, device_id: str | None = None) -> dict[str, Any]:
     ts = client_ts if client_ts is not None else time.time()
-    body = {"user_id": user_id, "session_id": session_id, "message_id": message_id, "role": str(role),
+    return {"user_id": user_id, "session_id": session_id, "message_id": message_id, "role": str(role),
             "content": content, "client_ts": ts.isoformat() if isinstance(ts, datetime) else ts,
             "device_id": device_id}
-    return Call("POST", "/v1/messages", _model(MessageAccepted), json=body, params={"window": window or None})
 
 
 def messages(session_id: str, version: int | None = None) -> Call[SessionView]:

@@ -168,6 +168,7 @@ class MnemeClient:
         return jobs
 
     remember = _sync(calls.remember)
+    remember_many = _sync(calls.remember_many)
     messages = _sync(calls.messages)
     message = _sync(calls.message)
     rollback = _sync(calls.rollback)
@@ -241,6 +242,7 @@ class AsyncMnemeClient:
         return jobs
 
     remember = _async(calls.remember)
+    remember_many = _async(calls.remember_many)
     messages = _async(calls.messages)
     message = _async(calls.message)
     rollback = _async(calls.rollback)

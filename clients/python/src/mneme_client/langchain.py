@@ -38,7 +38,7 @@ from langgraph.store.base import (
 
 from mneme_client._client import MnemeClient
 from mneme_client.errors import NotFound
-from mneme_client.models import Belief, ListedEvent, Role, StoredMessage
+from mneme_client.models import BATCH_MAX, Belief, ListedEvent, Role, StoredMessage
 
 SESSION = "langgraph-store"  # the session a store's memories are written to when the value names none
 _ROLES = {"human": Role.user, "ai": Role.assistant, "system": Role.system, "tool": Role.tool}
@@ -76,12 +76,12 @@ class MnemeChatMessageHistory(BaseChatMessageHistory):
                               else m.content) for m in window]
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        for message in messages:
-            accepted = self.client.remember(user_id=self.user_id, session_id=self.session_id,
-                                            message_id=message.id or uuid.uuid4().hex,
-                                            role=_ROLES.get(message.type, Role.user), content=_text(message),
-                                            device_id=self.device_id)
-            self.job_ids.append(accepted.job_id)
+        """In one request per hundred messages (a turn's human and AI messages together)."""
+        said = [{"user_id": self.user_id, "session_id": self.session_id, "message_id": message.id or uuid.uuid4().hex,
+                 "role": _ROLES.get(message.type, Role.user), "content": _text(message), "device_id": self.device_id}
+                for message in messages]
+        for i in range(0, len(said), BATCH_MAX):
+            self.job_ids += [a.job_id for a in self.client.remember_many(said[i:i + BATCH_MAX]).accepted]
 
     def settle(self, timeout: float = 60.0) -> None:
         """Wait until long-term memory holds what was added here (extraction runs in Mneme's workers)."""

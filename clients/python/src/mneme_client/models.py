@@ -125,6 +125,13 @@ class MessageAccepted(Wire):
                                                          "head, read in the same step as the append.")
 
 
+BATCH_MAX = 100  #: messages a POST /v1/messages/batch (``remember_many``) takes at most
+
+
+class MessagesAccepted(Wire):
+    accepted: list[MessageAccepted] = Field(description="One answer a message, in the order they were sent.")
+
+
 class RolledBack(Wire):
     session_id: str
     version: int
