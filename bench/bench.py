@@ -48,44 +48,28 @@ import time
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
-from typing import Any, TypeVar
 
 import numpy as np
 import redis
 
 from bench import readme
 from bench.fairness import bench_fairness
+from bench.load import Conn, corpus, cpu_seconds, enqueue_all, message_body, pct, queries, send_all, wait_finished
 from bench.read_audit import bench_read_audit
 from memory import ids
 from memory.mneme import Mneme
 from memory.models import Message, Role
 from memory.settings import Settings
 from memory.state import keys
-from memory.state.jobs import Declaration, Jobs, JobWork
+from memory.state.jobs import Declaration, JobWork
 from memory.text import clean
 from workers.local.stack import Stack, free_port
 
-DATA = Path(__file__).parent / "data"
 TENANT = "default"
 SECTIONS = tuple(readme.SECTION_ROWS)
-_T = TypeVar("_T")
 
 
 # --- helpers ------------------------------------------------------------------------------------
-def corpus() -> list[tuple[str, str]]:
-    """(role, content) of every message of the bench conversations, in order."""
-    users = json.loads((DATA / "conversations.json").read_text(encoding="utf-8"))
-    return [(m["role"], m["content"]) for u in users for s in u["sessions"] for m in s["messages"]]
-
-
-def queries() -> list[str]:
-    return [q["query"] for q in json.loads((DATA / "queries.json").read_text(encoding="utf-8"))]
-
-
-def pct(samples: list[float], q: float) -> float:
-    """The q-quantile (0..1) of samples, nearest rank, in milliseconds."""
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, max(0, int(round(q * len(ordered))) - 1))] * 1000
 
 
 def embedded_redis(tmp: Path) -> Stack:
@@ -380,8 +364,8 @@ def bench_footprint(tmp: Path, messages: int = 2000, recalls: int = 200) -> dict
                   env={"MNEME_REDIS_URL": "", "MNEME_CONSENT_REQUIRED": "false"})
     stack.start()
     try:
-        job_ids = asyncio.run(_enqueue_all(stack.api_port, bodies, 8))
-        _wait_finished(Mneme(stack.settings).state.jobs, job_ids, time.perf_counter(), 0.5)
+        job_ids = asyncio.run(enqueue_all(stack.api_port, bodies, 8))
+        wait_finished(Mneme(stack.settings).state.jobs, job_ids, time.perf_counter(), 0.5)
         with httpx.Client(base_url=stack.api_url, timeout=30) as client:
             for q in questions[:recalls]:
                 client.post("/v1/recall", json={"user_id": q["user_id"], "query": q["query"]})
@@ -412,80 +396,6 @@ def bench_footprint(tmp: Path, messages: int = 2000, recalls: int = 200) -> dict
 
 
 # --- 3 + 7. end to end and the enqueue API, on one real stack -----------------------------------
-def _message_body(i: int, text: str, role: str, users: int, per_session: int, ts: float) -> dict:
-    user = i % users
-    n = i // users
-    return {"user_id": f"u{user}", "session_id": f"u{user}-s{n // per_session}", "message_id": f"m{i}",
-            "role": role, "content": text, "client_ts": ts}
-
-
-async def _enqueue_all(port: int, bodies: list[dict], concurrency: int, api_key: str = "") -> list[str]:
-    """POST every body to /v1/messages on ``concurrency`` keep-alive connections with the API bench's minimal
-    client (httpx spent ~1 ms of the box's CPU per request, which the stack it measures would pay for), as
-    ``api_key``'s tenant if given; their job ids."""
-    return await _send_all(port, "/v1/messages", [json.dumps(b).encode() for b in bodies], concurrency,
-                           lambda body: body["job_id"], api_key)
-
-
-async def _send_all(port: int, path: str, bodies: list[bytes], concurrency: int, read: Callable[[Any], _T],
-                    api_key: str = "") -> list[_T]:
-    """POST every body to ``path`` (202 expected) on ``concurrency`` keep-alive connections; what ``read``
-    takes from each answer, in the order sent."""
-    answers: list[Any] = [None] * len(bodies)
-    queue: asyncio.Queue[int] = asyncio.Queue()
-    for i in range(len(bodies)):
-        queue.put_nowait(i)
-    host = f"127.0.0.1:{port}"
-
-    async def worker() -> None:
-        conn = _Conn(*await asyncio.open_connection("127.0.0.1", port), api_key)
-        try:
-            while not queue.empty():
-                i = queue.get_nowait()
-                status, body = await conn.post(host, path, bodies[i])
-                if status != 202:
-                    raise RuntimeError(f"POST {path} answered {status}: {body[:200]!r}")
-                answers[i] = read(json.loads(body))
-        finally:
-            conn.writer.close()
-
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return answers
-
-
-def _cpu_seconds(stack: Stack) -> dict[str, float]:
-    import psutil
-
-    out = {}
-    for name, proc in stack.procs.items():
-        try:
-            p = psutil.Process(proc.pid)
-            total = sum(sum(q.cpu_times()[:2]) for q in [p, *p.children(recursive=True)])
-        except psutil.Error:
-            continue
-        out[name] = total
-    return out
-
-
-def _wait_finished(jobs: Jobs, job_ids: list[str], started: float, every: float,
-                   look: int = 200) -> dict[str, str | None]:
-    """Each job's final state once all are done or failed (or 600 s after ``started``). Watching is not to
-    cost the stack it watches (on the same CPUs) more than it must: jobs end about in the order they were
-    sent, so each look asks about the oldest unfinished ``look`` jobs and goes on to the next ones only
-    while those are all finished (asking about every unfinished job each time cost this process ~1 ms of
-    CPU per message, and Redis a third of its own)."""
-    finished: dict[str, str | None] = {}
-    left = list(job_ids)
-    while left and time.perf_counter() - started < 600:
-        unfinished: list[str] = []
-        while left and not unfinished:
-            chunk, rest = left[:look], left[look:]
-            finished |= {j: s for j, s in jobs.states(chunk).items() if s in ("done", "failed")}
-            unfinished = [j for j in chunk if j not in finished]
-            left = unfinished + rest
-        if left:
-            time.sleep(every)
-    return finished
 
 
 def bench_e2e(stack: Stack, n: int) -> dict:
@@ -496,14 +406,14 @@ def bench_e2e(stack: Stack, n: int) -> dict:
         role, text = texts[i % len(texts)]
         return role, f"{text} #{i}"
 
-    bodies = [_message_body(i, unique(i)[1], unique(i)[0], 40, 25, ts + i) for i in range(n)]
-    cpu_before, client_before = _cpu_seconds(stack), sum(os.times()[:2])
+    bodies = [message_body(i, unique(i)[1], unique(i)[0], 40, 25, ts + i) for i in range(n)]
+    cpu_before, client_before = cpu_seconds(stack), sum(os.times()[:2])
     started = time.perf_counter()
-    job_ids = asyncio.run(_enqueue_all(stack.api_port, bodies, 16))
+    job_ids = asyncio.run(enqueue_all(stack.api_port, bodies, 16))
     enqueued = time.perf_counter() - started
-    states = _wait_finished(Mneme(stack.settings).state.jobs, job_ids, started, 0.1)
+    states = wait_finished(Mneme(stack.settings).state.jobs, job_ids, started, 0.1)
     elapsed = time.perf_counter() - started
-    cpu_after, client_cpu = _cpu_seconds(stack), sum(os.times()[:2]) - client_before
+    cpu_after, client_cpu = cpu_seconds(stack), sum(os.times()[:2]) - client_before
     import httpx
 
     probe = httpx.post(stack.api_url + "/v1/recall", json={"user_id": "u1", "query": bodies[1]["content"]},
@@ -522,9 +432,9 @@ def bench_e2e(stack: Stack, n: int) -> dict:
             embedder.embed(cleaned[i:i + batch])
         raw_rates.append(len(cleaned) / (time.perf_counter() - t))
     raw_rate = max(raw_rates)
-    drained = _drain(stack, [_message_body(n + i, unique(n + i)[1], unique(n + i)[0], 40, 25, ts + n + i)
+    drained = _drain(stack, [message_body(n + i, unique(n + i)[1], unique(n + i)[0], 40, 25, ts + n + i)
                              for i in range(n)])
-    batched = _batched(stack, [_message_body(2 * n + i, unique(2 * n + i)[1], unique(2 * n + i)[0], 40, 25,
+    batched = _batched(stack, [message_body(2 * n + i, unique(2 * n + i)[1], unique(2 * n + i)[0], 40, 25,
                                              ts + 2 * n + i) for i in range(n)], BATCHED)
     return {
         "pipeline_alone": drained | {"ratio": drained["messages_per_s"] / raw_rate},
@@ -546,12 +456,12 @@ def _batched(stack: Stack, bodies: list[dict], per: int) -> dict:
     """End to end again, the messages sent ``per`` a request (POST /v1/messages/batch, 8 connections): the
     messages/s until every job is done, and the API's CPU per message."""
     groups = [bodies[i:i + per] for i in range(0, len(bodies), per)]
-    cpu_before, started = _cpu_seconds(stack), time.perf_counter()
-    job_ids = [job for jobs in asyncio.run(_send_all(stack.api_port, "/v1/messages/batch", [
+    cpu_before, started = cpu_seconds(stack), time.perf_counter()
+    job_ids = [job for jobs in asyncio.run(send_all(stack.api_port, "/v1/messages/batch", [
         json.dumps({"messages": g}).encode() for g in groups], 8, lambda body: [a["job_id"] for a in body["accepted"]]))
         for job in jobs]
-    _wait_finished(Mneme(stack.settings).state.jobs, job_ids, started, 0.1)
-    seconds, cpu_after = time.perf_counter() - started, _cpu_seconds(stack)
+    wait_finished(Mneme(stack.settings).state.jobs, job_ids, started, 0.1)
+    seconds, cpu_after = time.perf_counter() - started, cpu_seconds(stack)
     return {"messages": len(bodies), "per_request": per, "messages_per_s": len(bodies) / seconds,
             "cpu_ms_per_message_by_process": {k: round((cpu_after.get(k, 0) - v) / len(bodies) * 1000, 2)
                                               for k, v in cpu_before.items()}}
@@ -567,35 +477,17 @@ def _drain(stack: Stack, bodies: list[dict]) -> dict:
     consumes = {queue: [n for n in nodes if ("embed@" in n) == (queue == "embed")] for queue in QUEUES}
     for queue, where in consumes.items():
         app.control.cancel_consumer(queue, reply=True, timeout=5, destination=where)
-    job_ids = asyncio.run(_enqueue_all(stack.api_port, bodies, 16))
-    jobs, cpu_before = Mneme(stack.settings).state.jobs, _cpu_seconds(stack)
+    job_ids = asyncio.run(enqueue_all(stack.api_port, bodies, 16))
+    jobs, cpu_before = Mneme(stack.settings).state.jobs, cpu_seconds(stack)
     started = time.perf_counter()
     for queue, where in consumes.items():
         app.control.add_consumer(queue, reply=True, timeout=5, destination=where)
-    _wait_finished(jobs, job_ids, started, 0.05)
-    seconds, cpu_after = time.perf_counter() - started, _cpu_seconds(stack)
+    wait_finished(jobs, job_ids, started, 0.05)
+    seconds, cpu_after = time.perf_counter() - started, cpu_seconds(stack)
     app.close()
     return {"messages": len(bodies), "seconds": seconds, "messages_per_s": len(bodies) / seconds,
             "cpu_ms_per_message_by_process": {k: round((cpu_after.get(k, 0) - v) / len(bodies) * 1000, 2)
                                               for k, v in cpu_before.items()}}
-
-
-class _Conn:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, api_key: str = "") -> None:
-        self.reader, self.writer = reader, writer
-        self.auth = b"authorization: Bearer %s\r\n" % api_key.encode() if api_key else b""
-
-    async def post(self, host: str, path: str, body: bytes) -> tuple[int, bytes]:
-        self.writer.write(b"POST %s HTTP/1.1\r\nHost: %s\r\ncontent-type: application/json\r\n%s"
-                          b"content-length: %d\r\n\r\n%s" % (path.encode(), host.encode(), self.auth, len(body),
-                                                                 body))
-        head = await self.reader.readuntil(b"\r\n\r\n")
-        status = int(head.split(b" ", 2)[1])
-        length = 0
-        for line in head.split(b"\r\n"):
-            if line.lower().startswith(b"content-length:"):
-                length = int(line.split(b":", 1)[1])
-        return status, await self.reader.readexactly(length)
 
 
 async def _open_loop(port: int, rate: float, seconds: float, body: Callable[[int], bytes],
@@ -616,9 +508,9 @@ async def _open_loop(port: int, rate: float, seconds: float, body: Callable[[int
 
 async def _open_loop_run(port: int, rate: float, seconds: float, body: Callable[[int], bytes],
                          connections: int) -> dict:
-    idle: asyncio.Queue[_Conn] = asyncio.Queue()
+    idle: asyncio.Queue[Conn] = asyncio.Queue()
     for _ in range(connections):
-        idle.put_nowait(_Conn(*await asyncio.open_connection("127.0.0.1", port)))
+        idle.put_nowait(Conn(*await asyncio.open_connection("127.0.0.1", port)))
     host = f"127.0.0.1:{port}"
     latencies: list[float] = []
     service: list[float] = []
@@ -693,16 +585,16 @@ def bench_api(stack: Stack, rate: float, seconds: float) -> dict:
 
     def body(i: int) -> bytes:
         role, text = texts[i % len(texts)]
-        return json.dumps(_message_body(i, text, role, 200, 25, ts) | {"message_id": f"load{run}-{i}"},
+        return json.dumps(message_body(i, text, role, 200, 25, ts) | {"message_id": f"load{run}-{i}"},
                           ensure_ascii=False).encode()
 
     raw = _raw_api(rate, seconds, stack.api_workers, body)
     raw_redis = _raw_api(rate, seconds, stack.api_workers, body, "redis_app", stack.settings.redis_url)
     asyncio.run(_open_loop(stack.api_port, 100, 1.0, lambda i: body(10**6 + i), 32))  # warm up
     light = asyncio.run(_open_loop(stack.api_port, 50, 3.0, lambda i: body(2 * 10**6 + i), 16))
-    cpu_before, load_before = _cpu_seconds(stack), os.getloadavg()[0]
+    cpu_before, load_before = cpu_seconds(stack), os.getloadavg()[0]
     out = asyncio.run(_open_loop(stack.api_port, rate, seconds, body, 64))
-    cpu_after = _cpu_seconds(stack)
+    cpu_after = cpu_seconds(stack)
     out["api_workers"] = stack.api_workers
     out["worker_nice"] = stack.settings.worker_nice
     out["cpu_ms_per_request"] = {k: round((cpu_after.get(k, 0) - v) / out["requests"] * 1000, 3)

@@ -24,7 +24,7 @@ def bench_fairness(tmp: Path, flood: int = 5000, few: int = 50) -> dict:
 
 
 def _run(tmp: Path, flood: int, few: int, env: dict[str, str]) -> dict:
-    from bench.bench import _enqueue_all, _message_body, _wait_finished, corpus
+    from bench.load import corpus, enqueue_all, message_body, wait_finished
 
     stack = Stack(tmp, api_port=free_port(), flower_port=free_port(), beat=False, flower=False,
                   env={"MNEME_REDIS_URL": "", "MNEME_CONSENT_REQUIRED": "false", "MNEME_AUTH_REQUIRED": "true", **env})
@@ -38,23 +38,23 @@ def _run(tmp: Path, flood: int, few: int, env: dict[str, str]) -> dict:
             out = []
             for i in range(n):
                 role, text = texts[(offset + i) % len(texts)]
-                out.append(_message_body(offset + i, f"{text} #{offset + i}", role, 10, 25, ts + offset + i))
+                out.append(message_body(offset + i, f"{text} #{offset + i}", role, 10, 25, ts + offset + i))
             return out
 
         def post(tenant: str, batch: list[dict], connections: int) -> tuple[list[str], float]:
             started = time.perf_counter()
-            return asyncio.run(_enqueue_all(stack.api_port, batch, connections, key[tenant])), started
+            return asyncio.run(enqueue_all(stack.api_port, batch, connections, key[tenant])), started
 
         alone_ids, started = post("b", bodies(few, 0), 8)
-        _wait_finished(jobs, alone_ids, started, 0.05)
+        wait_finished(jobs, alone_ids, started, 0.05)
         alone_s = time.perf_counter() - started
 
         a_ids, a_started = post("a", bodies(flood, 10_000), 16)
         b_ids, b_started = post("b", bodies(few, 20_000), 8)
-        _wait_finished(jobs, b_ids, b_started, 0.05)
+        wait_finished(jobs, b_ids, b_started, 0.05)
         b_s = time.perf_counter() - b_started
         a_left = len(jobs.unfinished(a_ids))
-        _wait_finished(jobs, a_ids, a_started, 0.2)
+        wait_finished(jobs, a_ids, a_started, 0.2)
         return {"b_alone_s": alone_s, "b_behind_flood_s": b_s, "a_flood_s": time.perf_counter() - a_started,
                 "a_left_when_b_done": a_left, "window": mneme.settings.tenant_window}
     finally:

@@ -18,7 +18,7 @@ from workers.local.stack import Stack, free_port
 
 
 def bench_read_audit(tmp: Path, n: int, users: int = 8, messages: int = 400) -> dict:
-    from bench.bench import _enqueue_all, _message_body, _wait_finished, corpus, pct, queries
+    from bench.load import corpus, enqueue_all, message_body, pct, queries, wait_finished
 
     stack = Stack(tmp, api_port=free_port(), flower_port=free_port(), beat=False, flower=False,
                   env={"MNEME_REDIS_URL": "", "MNEME_CONSENT_REQUIRED": "false"})
@@ -26,10 +26,10 @@ def bench_read_audit(tmp: Path, n: int, users: int = 8, messages: int = 400) -> 
     baseline: subprocess.Popen[bytes] | None = None
     try:
         texts, ts = corpus(), time.time() - 86400
-        bodies = [_message_body(i, texts[i % len(texts)][1], texts[i % len(texts)][0], users, 25, ts + i)
+        bodies = [message_body(i, texts[i % len(texts)][1], texts[i % len(texts)][0], users, 25, ts + i)
                   for i in range(messages)]
         mneme = Mneme(stack.settings)
-        _wait_finished(mneme.state.jobs, asyncio.run(_enqueue_all(stack.api_port, bodies, 8)), time.perf_counter(),
+        wait_finished(mneme.state.jobs, asyncio.run(enqueue_all(stack.api_port, bodies, 8)), time.perf_counter(),
                        0.1)
         off_port = free_port()
         command = [*stack.commands()["api"]]

@@ -8,9 +8,9 @@ copy of the library; scale by starting more of them), so a worker that dies take
   (:func:`put_back_expired`). A node name must be unique while it runs, as Celery requires anyway.
 - A worker busy with a batch does not read its socket, yet its pending BRPOP may already have taken a message
   from its queue: killed then, the message was in neither a queue nor its hash. So a worker that starts also
-  re-sends the jobs accepted more than ``LOST_AFTER_S`` ago that no queue, worker or tenant's line holds
-  (``memory.redrive``'s check, at once instead of after ``MNEME_REDRIVE_AFTER_S``). A job seen between two
-  holders at that moment is sent twice, which the stages' idempotence makes harmless.
+  re-sends the jobs accepted more than a second ago that no queue, worker or tenant's line holds
+  (``memory.redrive``'s check, at once instead of after ``MNEME_REDRIVE_AFTER_S``: ``tasks.maintenance``). A job
+  seen between two holders at that moment is sent twice, which the stages' idempotence makes harmless.
 - The embed worker loads its model before it takes work (``MNEME_PRELOAD_EMBEDDER``), not the segmenter.
 - Beat can run as a thread inside a worker (``MNEME_EMBEDDED_BEAT``): the local stack's pipeline worker does,
   one process fewer. Only one process of a deployment may run beat.
@@ -25,14 +25,11 @@ from typing import Any
 from celery import Celery, signals
 from celery.beat import EmbeddedService
 
-from memory.errors import TransientError
 from memory.mneme import get_mneme
 from memory.state.broker import UNACKED, node_keys
 
 log = logging.getLogger(__name__)
 
-LOST_AFTER_S = 1.0  # longer than a job spends between holders (an API's send interval, a stage's record → push)
-LOST_LIMIT = 500  # jobs re-sent by a starting worker at most (the redrive's limit); the redrive finds the rest
 _beat: list[Any] = []  # the beat thread this worker runs, if any
 _put_back: list[int] = []  # how many messages of its previous run this worker put back (logged once it logs)
 
@@ -57,27 +54,12 @@ def _start(sender: Any = None, **_: object) -> None:
 def _ready(sender: Any = None, **_: object) -> None:
     if _put_back and _put_back[0]:
         log.warning("put back %d messages this worker's previous run held unacknowledged", _put_back[0])
-    if sender is not None:
-        _resend_lost(sender.app)
     settings = get_mneme().settings
     if settings.embedded_beat and sender is not None:
         service: Any = EmbeddedService(sender.app, thread=True,  # a Thread (typed as either kind)
                                        schedule_filename=str(settings.data_dir / "celerybeat-schedule"))
         service.start()
         _beat.append(service)
-
-
-def _resend_lost(app: Celery) -> None:
-    from tasks.maintenance import lost_jobs, resend  # noqa: PLC0415 - maintenance's redrive imports this module
-
-    try:
-        lost = lost_jobs(get_mneme(), app, LOST_LIMIT, LOST_AFTER_S)["job_ids"]
-        resend(lost)
-    except TransientError:
-        log.warning("could not look for lost jobs at start; memory.redrive will", exc_info=True)
-        return
-    if lost:
-        log.warning("re-sent %d jobs no queue or worker held (lost by a worker that died busy)", len(lost))
 
 
 @signals.worker_shutdown.connect

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
-from celery import Celery, shared_task
+from celery import Celery, shared_task, signals
 
 from memory import pipeline
+from memory.errors import TransientError
 from memory.mneme import Mneme, get_mneme
 from memory.pipeline import tuning_stage
 from memory.services.maintenance import Job
@@ -16,9 +18,13 @@ from tasks.envelope import AUDIT_BATCH
 from tasks.lifecycle import put_back_expired
 from tasks.pipeline import audit, extract, retract, send_audit, send_extractions
 
+log = logging.getLogger(__name__)
+
+REDRIVE_LIMIT = 500  # jobs (and audit records, retractions) one redrive re-sends at most; the next finds the rest
+
 
 @shared_task(name="memory.redrive", base=MnemeTask, stage="maintenance", bind=True)
-def redrive(self: MnemeTask, dry_run: bool = False, limit: int = 500) -> dict[str, Any]:
+def redrive(self: MnemeTask, dry_run: bool = False, limit: int = REDRIVE_LIMIT) -> dict[str, Any]:
     """Put back on their queues the messages a worker has held longer than the visibility timeout (one that
     never came back, ``tasks.lifecycle``); re-send jobs accepted long ago, still not done and no longer held by
     the broker (lost), audit records long held and still not written, and rollbacks' retractions long
@@ -61,6 +67,25 @@ def resend(job_ids: list[str]) -> None:
     that follow (each idempotent)."""
     for job_id in job_ids:
         extract.apply_async(kwargs={"job_id": job_id}, task_id=job_id)
+
+
+LOST_AFTER_S = 1.0  # longer than a job spends between holders (an API's send interval, a stage's record → push)
+
+
+@signals.worker_ready.connect
+def _resend_lost(sender: Any = None, **_: object) -> None:
+    """A worker that starts re-sends at once the jobs no queue, worker or tenant's line holds: what a worker
+    killed busy had taken by BRPOP (``tasks.lifecycle``; it put back what it held before this runs)."""
+    if sender is None:
+        return
+    try:
+        lost = lost_jobs(get_mneme(), sender.app, REDRIVE_LIMIT, LOST_AFTER_S)["job_ids"]
+        resend(lost)
+    except TransientError:
+        log.warning("could not look for lost jobs at start; memory.redrive will", exc_info=True)
+        return
+    if lost:
+        log.warning("re-sent %d jobs no queue or worker held (lost by a worker that died busy)", len(lost))
 
 
 @shared_task(name="memory.train_adapter", base=MnemeTask, stage="maintenance")

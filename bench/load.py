@@ -1,0 +1,128 @@
+"""The stack under load, for the benchmarks that drive a real one (end to end, the API, reads, fairness): the
+bench conversations' texts, message bodies, a minimal keep-alive HTTP client (httpx spent ~1 ms of the box's CPU per
+request, which the stack it measures would pay for), sending, watching jobs end, and CPU seconds per process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from memory.state.jobs import Jobs
+from workers.local.stack import Stack
+
+DATA = Path(__file__).parent / "data"
+_T = TypeVar("_T")
+
+
+def corpus() -> list[tuple[str, str]]:
+    """(role, content) of every message of the bench conversations, in order."""
+    users = json.loads((DATA / "conversations.json").read_text(encoding="utf-8"))
+    return [(m["role"], m["content"]) for u in users for s in u["sessions"] for m in s["messages"]]
+
+
+def queries() -> list[str]:
+    return [q["query"] for q in json.loads((DATA / "queries.json").read_text(encoding="utf-8"))]
+
+
+def pct(samples: list[float], q: float) -> float:
+    """The q-quantile (0..1) of samples, nearest rank, in milliseconds."""
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, max(0, int(round(q * len(ordered))) - 1))] * 1000
+
+
+def message_body(i: int, text: str, role: str, users: int, per_session: int, ts: float) -> dict:
+    user = i % users
+    n = i // users
+    return {"user_id": f"u{user}", "session_id": f"u{user}-s{n // per_session}", "message_id": f"m{i}",
+            "role": role, "content": text, "client_ts": ts}
+
+
+async def enqueue_all(port: int, bodies: list[dict], concurrency: int, api_key: str = "") -> list[str]:
+    """POST every body to /v1/messages on ``concurrency`` keep-alive connections with the API bench's minimal
+    client (httpx spent ~1 ms of the box's CPU per request, which the stack it measures would pay for), as
+    ``api_key``'s tenant if given; their job ids."""
+    return await send_all(port, "/v1/messages", [json.dumps(b).encode() for b in bodies], concurrency,
+                           lambda body: body["job_id"], api_key)
+
+
+async def send_all(port: int, path: str, bodies: list[bytes], concurrency: int, read: Callable[[Any], _T],
+                    api_key: str = "") -> list[_T]:
+    """POST every body to ``path`` (202 expected) on ``concurrency`` keep-alive connections; what ``read``
+    takes from each answer, in the order sent."""
+    answers: list[Any] = [None] * len(bodies)
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for i in range(len(bodies)):
+        queue.put_nowait(i)
+    host = f"127.0.0.1:{port}"
+
+    async def worker() -> None:
+        conn = Conn(*await asyncio.open_connection("127.0.0.1", port), api_key)
+        try:
+            while not queue.empty():
+                i = queue.get_nowait()
+                status, body = await conn.post(host, path, bodies[i])
+                if status != 202:
+                    raise RuntimeError(f"POST {path} answered {status}: {body[:200]!r}")
+                answers[i] = read(json.loads(body))
+        finally:
+            conn.writer.close()
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return answers
+
+
+def cpu_seconds(stack: Stack) -> dict[str, float]:
+    import psutil
+
+    out = {}
+    for name, proc in stack.procs.items():
+        try:
+            p = psutil.Process(proc.pid)
+            total = sum(sum(q.cpu_times()[:2]) for q in [p, *p.children(recursive=True)])
+        except psutil.Error:
+            continue
+        out[name] = total
+    return out
+
+
+def wait_finished(jobs: Jobs, job_ids: list[str], started: float, every: float,
+                   look: int = 200) -> dict[str, str | None]:
+    """Each job's final state once all are done or failed (or 600 s after ``started``). Watching is not to
+    cost the stack it watches (on the same CPUs) more than it must: jobs end about in the order they were
+    sent, so each look asks about the oldest unfinished ``look`` jobs and goes on to the next ones only
+    while those are all finished (asking about every unfinished job each time cost this process ~1 ms of
+    CPU per message, and Redis a third of its own)."""
+    finished: dict[str, str | None] = {}
+    left = list(job_ids)
+    while left and time.perf_counter() - started < 600:
+        unfinished: list[str] = []
+        while left and not unfinished:
+            chunk, rest = left[:look], left[look:]
+            finished |= {j: s for j, s in jobs.states(chunk).items() if s in ("done", "failed")}
+            unfinished = [j for j in chunk if j not in finished]
+            left = unfinished + rest
+        if left:
+            time.sleep(every)
+    return finished
+
+
+class Conn:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, api_key: str = "") -> None:
+        self.reader, self.writer = reader, writer
+        self.auth = b"authorization: Bearer %s\r\n" % api_key.encode() if api_key else b""
+
+    async def post(self, host: str, path: str, body: bytes) -> tuple[int, bytes]:
+        self.writer.write(b"POST %s HTTP/1.1\r\nHost: %s\r\ncontent-type: application/json\r\n%s"
+                          b"content-length: %d\r\n\r\n%s" % (path.encode(), host.encode(), self.auth, len(body),
+                                                                 body))
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        status = int(head.split(b" ", 2)[1])
+        length = 0
+        for line in head.split(b"\r\n"):
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":", 1)[1])
+        return status, await self.reader.readexactly(length)
