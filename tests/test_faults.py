@@ -401,7 +401,7 @@ def test_kill_9_twenty_times_loses_and_duplicates_nothing(fstack, rt, uid):
     job_ids = [job_id for _, job_id in feeder.sent]
 
     # each restart put back what its killed run held, and re-sent what Redis had handed the killed one by BRPOP
-    # (in no queue and no worker's hash: tasks.lifecycle); no memory.redrive runs here (beat is off)
+    # (in no queue and no worker's hash: tasks.lifecycle, tasks.maintenance); no memory.redrive runs here (beat is off)
     drain(rt, timeout=60)
     drained_s = time.monotonic() - last_restart
     wait_done(rt, job_ids, timeout=30)
