@@ -54,7 +54,18 @@ import redis
 
 from bench import readme
 from bench.fairness import bench_fairness
-from bench.load import Conn, corpus, cpu_seconds, enqueue_all, message_body, pct, queries, send_all, wait_finished
+from bench.load import (
+    Conn,
+    corpus,
+    cpu_ms_each,
+    cpu_seconds,
+    enqueue_all,
+    message_body,
+    pct,
+    queries,
+    send_all,
+    wait_finished,
+)
 from bench.read_audit import bench_read_audit
 from memory import ids
 from memory.mneme import Mneme
@@ -457,14 +468,14 @@ def _batched(stack: Stack, bodies: list[dict], per: int) -> dict:
     messages/s until every job is done, and the API's CPU per message."""
     groups = [bodies[i:i + per] for i in range(0, len(bodies), per)]
     cpu_before, started = cpu_seconds(stack), time.perf_counter()
-    job_ids = [job for jobs in asyncio.run(send_all(stack.api_port, "/v1/messages/batch", [
-        json.dumps({"messages": g}).encode() for g in groups], 8, lambda body: [a["job_id"] for a in body["accepted"]]))
-        for job in jobs]
+    answers = asyncio.run(send_all(stack.api_port, "/v1/messages/batch",
+                                   [json.dumps({"messages": g}).encode() for g in groups], 8,
+                                   lambda body: [a["job_id"] for a in body["accepted"]]))
+    job_ids = [job_id for jobs in answers for job_id in jobs]
     wait_finished(Mneme(stack.settings).state.jobs, job_ids, started, 0.1)
     seconds, cpu_after = time.perf_counter() - started, cpu_seconds(stack)
     return {"messages": len(bodies), "per_request": per, "messages_per_s": len(bodies) / seconds,
-            "cpu_ms_per_message_by_process": {k: round((cpu_after.get(k, 0) - v) / len(bodies) * 1000, 2)
-                                              for k, v in cpu_before.items()}}
+            "cpu_ms_per_message_by_process": cpu_ms_each(cpu_before, cpu_after, len(bodies))}
 
 
 def _drain(stack: Stack, bodies: list[dict]) -> dict:
@@ -486,8 +497,7 @@ def _drain(stack: Stack, bodies: list[dict]) -> dict:
     seconds, cpu_after = time.perf_counter() - started, cpu_seconds(stack)
     app.close()
     return {"messages": len(bodies), "seconds": seconds, "messages_per_s": len(bodies) / seconds,
-            "cpu_ms_per_message_by_process": {k: round((cpu_after.get(k, 0) - v) / len(bodies) * 1000, 2)
-                                              for k, v in cpu_before.items()}}
+            "cpu_ms_per_message_by_process": cpu_ms_each(cpu_before, cpu_after, len(bodies))}
 
 
 async def _open_loop(port: int, rate: float, seconds: float, body: Callable[[int], bytes],
@@ -597,8 +607,7 @@ def bench_api(stack: Stack, rate: float, seconds: float) -> dict:
     cpu_after = cpu_seconds(stack)
     out["api_workers"] = stack.api_workers
     out["worker_nice"] = stack.settings.worker_nice
-    out["cpu_ms_per_request"] = {k: round((cpu_after.get(k, 0) - v) / out["requests"] * 1000, 3)
-                                 for k, v in cpu_before.items()}
+    out["cpu_ms_per_request"] = cpu_ms_each(cpu_before, cpu_after, out["requests"], 3)
     out["loadavg_1min_before_after"] = [load_before, os.getloadavg()[0]]
     out["at_50_per_s"] = {k: light[k] for k in ("p50_ms", "p99_ms", "statuses")}
     # the same load with the Celery workers and beat stopped: what the API does when it has the CPUs

@@ -89,6 +89,11 @@ def cpu_seconds(stack: Stack) -> dict[str, float]:
     return out
 
 
+def cpu_ms_each(before: dict[str, float], after: dict[str, float], n: int, digits: int = 2) -> dict[str, float]:
+    """Each process's CPU between two ``cpu_seconds`` readings, in ms per one of ``n`` (messages, requests)."""
+    return {name: round((after.get(name, 0) - seconds) / n * 1000, digits) for name, seconds in before.items()}
+
+
 def wait_finished(jobs: Jobs, job_ids: list[str], started: float, every: float,
                    look: int = 200) -> dict[str, str | None]:
     """Each job's final state once all are done or failed (or 600 s after ``started``). Watching is not to
