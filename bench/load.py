@@ -15,6 +15,7 @@ from memory.state.jobs import Jobs
 from workers.local.stack import Stack
 
 DATA = Path(__file__).parent / "data"
+TENANT = "default"  # the tenant the benches write as
 _T = TypeVar("_T")
 
 
@@ -131,3 +132,11 @@ class Conn:
             if line.lower().startswith(b"content-length:"):
                 length = int(line.split(b":", 1)[1])
         return status, await self.reader.readexactly(length)
+
+
+def embedded_redis(tmp: Path) -> Stack:
+    """A Valkey of its own under ``tmp`` (no workers, no API): for the sections that need Redis alone."""
+    stack = Stack(tmp, env={"MNEME_REDIS_URL": ""}, beat=False, flower=False)
+    stack.start_redis()
+    return stack
+

@@ -1,0 +1,150 @@
+"""The enqueue API under an open-loop load: POST /v1/messages latency with the pipeline running and with the
+workers stopped, beside raw ASGI baselines under the same uvicorn and load (``api`` of ``bench.bench``)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bench.load import (
+    Conn,
+    corpus,
+    cpu_ms_each,
+    cpu_seconds,
+    message_body,
+    pct,
+)
+from workers.local.stack import Stack, free_port
+
+
+async def _open_loop(port: int, rate: float, seconds: float, body: Callable[[int], bytes],
+                     connections: int) -> dict:
+    """Request i is due at t0 + i/rate whatever happened before (open loop), and is sent on a free
+    keep-alive connection (at most ``connections`` in flight: bounded). Latency is measured from the due
+    time, so time spent waiting for a free connection counts (no coordinated omission). The generator's own
+    garbage collector is off while it runs: its pauses (~35 ms) would be counted as the server's latency."""
+    gc.collect()
+    gc.freeze()
+    gc.disable()
+    try:
+        return await _open_loop_run(port, rate, seconds, body, connections)
+    finally:
+        gc.enable()
+        gc.unfreeze()
+
+
+async def _open_loop_run(port: int, rate: float, seconds: float, body: Callable[[int], bytes],
+                         connections: int) -> dict:
+    idle: asyncio.Queue[Conn] = asyncio.Queue()
+    for _ in range(connections):
+        idle.put_nowait(Conn(*await asyncio.open_connection("127.0.0.1", port)))
+    host = f"127.0.0.1:{port}"
+    latencies: list[float] = []
+    service: list[float] = []
+    statuses: dict[int, int] = {}
+    loop = asyncio.get_running_loop()
+    total = int(rate * seconds)
+
+    async def one(i: int, due: float) -> None:
+        conn = await idle.get()
+        sent = loop.time()
+        try:
+            status, _ = await conn.post(host, "/v1/messages", body(i))
+        finally:
+            idle.put_nowait(conn)
+        done = loop.time()
+        statuses[status] = statuses.get(status, 0) + 1
+        latencies.append(done - due)
+        service.append(done - sent)
+
+    tasks = []
+    t0 = loop.time() + 0.05
+    lag = 0.0
+    for i in range(total):
+        due = t0 + i / rate
+        delay = due - loop.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        else:
+            lag = max(lag, -delay)
+        tasks.append(asyncio.create_task(one(i, due)))
+    await asyncio.gather(*tasks)
+    elapsed = loop.time() - t0
+    while not idle.empty():
+        idle.get_nowait().writer.close()
+    return {
+        "requests": total, "target_rate": rate, "achieved_rate": total / elapsed, "statuses": statuses,
+        "p50_ms": pct(latencies, 0.5), "p99_ms": pct(latencies, 0.99), "max_ms": max(latencies) * 1000,
+        "service_p99_ms": pct(service, 0.99), "generator_max_lag_ms": lag * 1000, "connections": connections,
+    }
+
+
+def _raw_api(rate: float, seconds: float, workers: int, body: Callable[[int], bytes], app: str = "app",
+             redis_url: str = "") -> dict:
+    """The same load on ``bench.raw_asgi``'s ``app`` under the same uvicorn (a raw baseline)."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "uvicorn", f"bench.raw_asgi:{app}", "--host", "127.0.0.1", "--port", str(port),
+           "--no-access-log", "--log-level", "warning", *(["--workers", str(workers)] if workers > 1 else [])]
+    server = subprocess.Popen(cmd, cwd=Path(__file__).parent.parent, start_new_session=True,
+                              env=os.environ | {"RAW_ASGI_REDIS_URL": redis_url})
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError("the raw ASGI baseline did not start") from None
+                time.sleep(0.1)
+        asyncio.run(_open_loop(port, 100, 1.0, body, 32))  # warm up
+        out = asyncio.run(_open_loop(port, rate, seconds, body, 64))
+        return {k: out[k] for k in ("p50_ms", "p99_ms", "service_p99_ms", "achieved_rate")}
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(20)
+
+
+def bench_api(stack: Stack, rate: float, seconds: float) -> dict:
+    texts = corpus()
+    ts = time.time()
+    run = random.randrange(10**9)
+
+    def body(i: int) -> bytes:
+        role, text = texts[i % len(texts)]
+        return json.dumps(message_body(i, text, role, 200, 25, ts) | {"message_id": f"load{run}-{i}"},
+                          ensure_ascii=False).encode()
+
+    raw = _raw_api(rate, seconds, stack.api_workers, body)
+    raw_redis = _raw_api(rate, seconds, stack.api_workers, body, "redis_app", stack.settings.redis_url)
+    asyncio.run(_open_loop(stack.api_port, 100, 1.0, lambda i: body(10**6 + i), 32))  # warm up
+    light = asyncio.run(_open_loop(stack.api_port, 50, 3.0, lambda i: body(2 * 10**6 + i), 16))
+    cpu_before, load_before = cpu_seconds(stack), os.getloadavg()[0]
+    out = asyncio.run(_open_loop(stack.api_port, rate, seconds, body, 64))
+    cpu_after = cpu_seconds(stack)
+    out["api_workers"] = stack.api_workers
+    out["worker_nice"] = stack.settings.worker_nice
+    out["cpu_ms_per_request"] = cpu_ms_each(cpu_before, cpu_after, out["requests"], 3)
+    out["loadavg_1min_before_after"] = [load_before, os.getloadavg()[0]]
+    out["at_50_per_s"] = {k: light[k] for k in ("p50_ms", "p99_ms", "statuses")}
+    # the same load with the Celery workers and beat stopped: what the API does when it has the CPUs
+    for name in [n for n in stack.procs if n.startswith("worker-") or n == "beat"]:
+        stack.stop_one(name)
+    alone = asyncio.run(_open_loop(stack.api_port, rate, seconds, lambda i: body(3 * 10**6 + i), 64))
+    out["workers_stopped"] = {k: alone[k] for k in ("p50_ms", "p99_ms", "service_p99_ms", "statuses",
+                                                    "achieved_rate", "generator_max_lag_ms")}
+    out["raw_asgi"], out["raw_asgi_redis"] = raw, raw_redis
+    out["generator"] = ("open loop: request i is due at t0 + i/rate and goes out on a free keep-alive connection "
+                        "(at most 64 in flight); latency from the due time to the last response byte; "
+                        "minimal HTTP/1.1 client on asyncio streams")
+    return out
