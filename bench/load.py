@@ -1,6 +1,7 @@
 """The stack under load, for the benchmarks that drive a real one (end to end, the API, reads, fairness): the
 bench conversations' texts, message bodies, a minimal keep-alive HTTP client (httpx spent ~1 ms of the box's CPU per
-request, which the stack it measures would pay for), sending, watching jobs end, and CPU seconds per process."""
+request, which the stack it measures would pay for), sending, watching jobs end, and CPU seconds per process; the
+tenant the benches write as, and a Valkey of its own for those that need Redis alone."""
 
 from __future__ import annotations
 
@@ -139,4 +140,3 @@ def embedded_redis(tmp: Path) -> Stack:
     stack = Stack(tmp, env={"MNEME_REDIS_URL": ""}, beat=False, flower=False)
     stack.start_redis()
     return stack
-
