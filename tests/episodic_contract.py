@@ -148,6 +148,16 @@ class EpisodicContract:
         [merged] = store.get(T, ids("u"), [ids("r0")])
         assert merged.count == 2 and merged.confidence == pytest.approx(merged_confidence(0.5, 0.6))
 
+    def test_one_call_keeps_each_kind_apart_and_merges_into_what_was_stored_before(self, store, ids):
+        store.add([self.event(ids, "base")], rows(unit(1)), 0.9, 200)
+        events = [self.event(ids, "pref", kind=EventType.preference), self.event(ids, "said", role=Role.assistant),
+                  self.event(ids, "theirs", user="other"), self.event(ids, "again"),
+                  self.event(ids, "pref2", kind=EventType.preference), self.event(ids, "new")]
+        report = store.add(events, rows(*[unit(1)] * 5, unit(0, 1)), 0.9, 200)
+        assert ids.names(report.inserted) == ["pref", "said", "theirs", "new"]
+        assert report.merged == {ids("again"): ids("base"), ids("pref2"): ids("pref")}
+        assert store.live_count(T, ids("u")) == 4 and store.live_count(T, ids("other")) == 1
+
     def test_merging_needs_cosine_at_the_threshold(self, store, ids):
         near = unit(1, 0.5)  # cosine 0.894 with unit(1)
         for user, threshold in (("strict", 0.9), ("loose", 0.85)):

@@ -113,10 +113,19 @@ class SQLiteEpisodicStore:
             cap: int, consolidate_threshold: float = 0.8) -> AddReport:
         report = AddReport()
         users = sorted({(e.tenant, e.user_id) for e in events})
+        # the events a new one may merge with are read once a batch for its kind (an imported history brings
+        # many of one user's events) and let go after the kind's last event (up to ~400 KB each)
+        kinds = [_kind(e) for e in events]
+        left = Counter(kinds)
+        candidates: dict[_Kind, _Candidates] = {}
 
         def write(conn: sqlite3.Connection) -> None:
-            for event, vector in zip(events, vectors, strict=True):
-                _add_one(conn, event, np.asarray(vector, dtype=np.float32), merge_threshold, report)
+            for event, kind, vector in zip(events, kinds, vectors, strict=True):
+                _add_one(conn, event, kind, np.asarray(vector, dtype=np.float32), merge_threshold, report,
+                         candidates)
+                left[kind] -= 1
+                if not left[kind]:
+                    candidates.pop(kind, None)
             for tenant, user_id in users:
                 _enforce_cap(conn, tenant, user_id, cap, consolidate_threshold, report)
 
@@ -361,16 +370,29 @@ class SQLiteEpisodicStore:
         self._db.run(lambda c: c.execute("SELECT 1").fetchone())
 
 
-def _add_one(conn: sqlite3.Connection, event: StoredEvent, vector: np.ndarray, threshold: float,
-             report: AddReport) -> None:
+_Kind = tuple[str, str, EventType, str, str]  # tenant, user, type, role, purposes: what may merge with what
+_Candidates = tuple[list[str], list[np.ndarray]]  # the live events of a kind, their vectors in blocks of rows
+
+
+def _kind(event: StoredEvent) -> _Kind:
+    return event.tenant, event.user_id, event.event_type, event.role.value, _purposes(event.purposes)
+
+
+def _add_one(conn: sqlite3.Connection, event: StoredEvent, kind: _Kind, vector: np.ndarray, threshold: float,
+             report: AddReport, candidates: dict[_Kind, _Candidates]) -> None:
+    """Insert the event, or merge it into the live event of its kind nearest to it (at ``threshold`` or more).
+    ``candidates``: each kind's live events as this batch has read and grown them."""
     if conn.execute("SELECT 1 FROM events WHERE tenant = ? AND user_id = ? AND event_id = ?",
                     (event.tenant, event.user_id, event.event_id)).fetchone():
         report.known.append(event.event_id)
         return
-    ids, matrix = _vectors(conn, event.tenant, event.user_id, [event.event_type], (LIVE,), role=event.role.value,
-                           recorded=_purposes(event.purposes))
+    if kind not in candidates:
+        ids, matrix = _vectors(conn, event.tenant, event.user_id, [event.event_type], (LIVE,),
+                               role=event.role.value, recorded=kind[-1])
+        candidates[kind] = (ids, [matrix] if ids else [])
+    ids, blocks = candidates[kind]
     if ids:
-        sims = matrix @ vector
+        sims = np.concatenate([block @ vector for block in blocks])
         best = int(np.argmax(sims))
         if sims[best] >= threshold:
             _insert(conn, event.model_copy(update={"status": MERGED, "canonical_id": ids[best]}), vector)
@@ -379,6 +401,8 @@ def _add_one(conn: sqlite3.Connection, event: StoredEvent, vector: np.ndarray, t
             report.merged[event.event_id] = ids[best]
             return
     _insert(conn, event.model_copy(update={"status": LIVE, "canonical_id": None}), vector)
+    ids.append(event.event_id)  # a later event of the batch may merge into this one
+    blocks.append(vector[None, :])
     report.inserted.append(event.event_id)
 
 
