@@ -16,6 +16,7 @@ from memory.settings import Settings
 from memory.state import keys
 from tests.polling import wait_until
 from tests.stacks import running_stack
+from workers.api.messages import retraction_task
 from workers.celery_app import ROUTES, create_celery
 
 
@@ -262,7 +263,7 @@ def test_deleting_a_session_removes_it_everywhere_and_follows_provenance(pstack,
     assert ("age", "16") not in after and after[("likes", "chemistry")].message_ids == ["m10"]
     assert {h.session_id for h in api.recall(user_id=user, query="chemistry 16岁", k=5).events} == {kept}
     assert api.messages(gone).messages == [] and api.messages(kept).messages
-    job = ids.job_id("default", gone, "m1")  # memory.retract, queued by the deletion's Redis step, ends it
+    job = ids.job_id("default", gone, "m1")  # memory.retract, queued once the deletion forgot them, ends it
     wait_until(lambda: api.job(job).state == "retracted", 30, "the deleted session's jobs retracted")
     held = json.dumps([prt.state.client.hgetall(k) for k in keys.session("default", gone).all()
                        if prt.state.client.type(k) == "hash"], ensure_ascii=False)
@@ -274,6 +275,33 @@ def test_deleting_a_session_removes_it_everywhere_and_follows_provenance(pstack,
     audit = [json.loads(line) for line in (pstack.data_dir / "audit.jsonl").read_text().splitlines()]
     [record] = [a for a in audit if a["action"] == "session.delete" and a.get("session_id") == gone]
     assert record["operator_id"] == "support-agent" and record["beliefs_removed"] == [age.rel_id]
+
+
+def test_a_deletion_hands_its_retraction_to_the_workers_only_once_it_has_forgotten(pstack, prt, api, uid):
+    """A deletion's receipt lists every belief it removed however fast the workers are: the request forgets the
+    messages before their ``memory.retract`` goes onto the broker (sent first, a worker could remove a belief
+    before the request did, and the receipt would not list it — seen once on a busy box)."""
+    user = f"ord{uid}"
+    consent(pstack, user)
+    say(api, user, [("user", "我讨厌排队")], session=f"{user}-a")
+    # m10, not m0: long-term memory keeps provenance by message id per user, not per session
+    say(api, user, [("user", "I hate waiting in line")], session=f"{user}-b", start=10)
+    held_when_sent = []
+
+    def task(session):
+        def build(message_ids, user_id):
+            held_when_sent.append(sorted((b.relation, b.object) for b in prt.semantic.profile("default", user)))
+            return retraction_task("default", session)(message_ids, user_id)
+        return build
+
+    one = prt.privacy.delete_message("default", f"{user}-a", "m0", "user", task=task(f"{user}-a"))
+    assert one.messages == ["m0"] and len(one.beliefs_removed) == 1  # dislikes 排队
+    whole = prt.privacy.delete_session("default", f"{user}-b", "user", task=task(f"{user}-b"))
+    assert whole.messages == ["m10"] and len(whole.beliefs_removed) == 1  # dislikes waiting in line
+    assert held_when_sent == [[("dislikes", "waiting in line")], []]  # each sent after its own forgetting
+    for session, message in ((f"{user}-a", "m0"), (f"{user}-b", "m10")):
+        job = ids.job_id("default", session, message)
+        wait_until(lambda job=job: api.job(job).state == "retracted", 30, "the retraction ran")
 
 
 def test_feedback_moves_weights_and_feeds_the_interference_rate(pstack, prt, api, uid):

@@ -50,7 +50,7 @@ from memory.services.trail import AuditTrail
 from memory.settings import Settings
 from memory.state import RedisState
 from memory.state.policy import Policy
-from memory.state.working import RetractTask
+from memory.state.working import Retraction, RetractTask
 from memory.text import language
 from memory.userdata import UserData
 from memory.userhash import user_hash
@@ -196,17 +196,26 @@ class Privacy:
         return (self._episodic.retract(tenant, user_id, message_ids),
                 self._semantic.retract(tenant, user_id, message_ids, why=why))
 
+    def _after_forgetting(self, retraction: Retraction, task: RetractTask | None) -> None:
+        """``task`` (``memory.retract``) goes to the workers once this request has forgotten the messages, for
+        work in flight that writes after it: sent before, a worker could remove what the request was about to,
+        and the receipt would miss it. Until then the retraction stands recorded, and the redrive sends it if
+        the request dies first."""
+        if task is not None:
+            self._state.working.send_retraction(retraction, task)
+
     def delete_session(self, tenant: str, session_id: str, operator_id: str, task: RetractTask | None = None
                        ) -> DeletionReceipt:
         """Delete a session: its working memory (every kept version) in one step that records the retraction
-        of every message it took (``WorkingMemory.drop``, which sends ``task``: ``memory.retract`` ends their
-        jobs and removes whatever work still in flight wrote), and now what long-term memory made of them,
-        following provenance as a deletion by type does. Audited; the receipt lists it."""
-        retraction = self._state.working.drop(tenant, session_id, task)
+        of every message it took (``WorkingMemory.drop``), and now what long-term memory made of them,
+        following provenance as a deletion by type does; then ``task`` (``memory.retract``: it ends their
+        jobs and removes whatever work still in flight wrote). Audited; the receipt lists it."""
+        retraction = self._state.working.drop(tenant, session_id)
         if retraction is None:
             return DeletionReceipt.of(None, 0, [], [], session_id=session_id)
         removed, changes = self.forget_messages(tenant, retraction.user_id, retraction.message_ids,
                                                 why=f"deleted with session {session_id}")
+        self._after_forgetting(retraction, task)
         receipt = DeletionReceipt.of(None, removed, sorted(retraction.message_ids), changes, session_id=session_id)
         self._trail.submit([self._trail.record(tenant, retraction.user_id, "session.delete", operator_id, "human",
                                                fields={"session_id": session_id, **receipt.audited}),
@@ -216,14 +225,15 @@ class Privacy:
     def delete_message(self, tenant: str, session_id: str, message_id: str, operator_id: str,
                        task: RetractTask | None = None) -> DeletionReceipt:
         """Take one message back (撤回 that message, not only the latest): out of working memory
-        (``WorkingMemory.take_back``, which sends ``task`` as an undo does) and now what long-term memory made of
-        it, following provenance — its events go, a belief only it supported is removed, one others support is
-        re-scored. Audited; the receipt lists it (empty if it was taken back before)."""
-        retraction = self._state.working.take_back(tenant, session_id, message_id, task)
+        (``WorkingMemory.take_back``) and now what long-term memory made of it, following provenance — its
+        events go, a belief only it supported is removed, one others support is re-scored; then ``task``, as
+        for an undo. Audited; the receipt lists it (empty if it was taken back before)."""
+        retraction = self._state.working.take_back(tenant, session_id, message_id)
         if retraction is None:
             return DeletionReceipt.of(None, 0, [], [], session_id=session_id)
         removed, changes = self.forget_messages(tenant, retraction.user_id, retraction.message_ids,
                                                 why="taken back (撤回)")
+        self._after_forgetting(retraction, task)
         receipt = DeletionReceipt.of(None, removed, [message_id], changes, session_id=session_id)
         self._trail.submit([self._trail.record(tenant, retraction.user_id, "message.delete", operator_id, "human",
                                                fields={"session_id": session_id, **receipt.audited}),

@@ -324,29 +324,28 @@ class WorkingMemory:
             removed=self._opened(tenant, reply[4], self._parse(session_id, reply[3])),
         )
 
-    def drop(self, tenant: str, session_id: str, task: RetractTask | None = None) -> Retraction | None:
+    def drop(self, tenant: str, session_id: str) -> Retraction | None:
         """Delete the session's content in one step: every message it took is marked retracted (work still
         queued for it is dropped; its ids are not accepted again), records, full texts and snapshots go, the
-        window is empty; the retraction of them all is recorded in the same step and ``task`` goes onto the
-        broker after it, as for a rollback. None if it never took a message; 404 for no such session."""
+        window is empty; the retraction of them all is recorded in the same step, for the caller to send
+        (``send_retraction``; else the redrive does). None if it never took a message; 404 for no such session."""
         reply = self._run(tenant, session_id, "drop", self._settings.session_ttl_s, tenant, session_id)
         if reply[0] == "nosession":
             raise NotFound(f"no session {session_id!r}")
-        return self._retracted(reply[3], task)
+        return self._retracted(reply[3], None)
 
-    def take_back(self, tenant: str, session_id: str, message_id: str, task: RetractTask | None = None
-                  ) -> Retraction | None:
+    def take_back(self, tenant: str, session_id: str, message_id: str) -> Retraction | None:
         """Take one message back, wherever it is: out of the window into a new version if the window holds it,
         marked retracted (its id is not accepted again; work still queued for it is dropped) and the retraction
-        recorded in the same step, ``task`` sent after it, as for an undo. None if it was taken back before;
-        404 for a session or message that does not exist."""
+        recorded in the same step, for the caller to send as ``drop``'s. None if it was taken back before; 404
+        for a session or message that does not exist."""
         s = self._settings
         reply = self._run(tenant, session_id, "rollback", f"id:{message_id}", s.versions_kept, s.session_ttl_s,
                           tenant, session_id)
         if reply[0] == "missing":
             raise NotFound(f"session {session_id!r} has no message {message_id!r}")
         self._raise_for(reply, session_id, None)
-        return self._retracted(reply[5], task)
+        return self._retracted(reply[5], None)
 
     def _retracted(self, recorded: str, task: RetractTask | None) -> Retraction | None:
         """The retraction a step recorded ('' if it took nothing back), its ``task`` sent onto the broker."""
@@ -354,8 +353,12 @@ class WorkingMemory:
             return None
         retraction = Retraction.of(recorded)
         if task is not None:
-            self._dispatch.push([task(retraction.message_ids, retraction.user_id)])
+            self.send_retraction(retraction, task)
         return retraction
+
+    def send_retraction(self, retraction: Retraction, task: RetractTask) -> None:
+        """``task`` onto the broker for a recorded retraction (if this never happens, the redrive sends it)."""
+        self._dispatch.push([task(retraction.message_ids, retraction.user_id)])
 
     def retraction_done(self, retraction: Retraction) -> None:
         """``memory.retract`` removed what long-term memory made of these messages."""
