@@ -196,13 +196,17 @@ class Privacy:
         return (self._episodic.retract(tenant, user_id, message_ids),
                 self._semantic.retract(tenant, user_id, message_ids, why=why))
 
-    def _after_forgetting(self, retraction: Retraction, task: RetractTask | None) -> None:
-        """``task`` (``memory.retract``) goes to the workers once this request has forgotten the messages, for
-        work in flight that writes after it: sent before, a worker could remove what the request was about to,
-        and the receipt would miss it. Until then the retraction stands recorded, and the redrive sends it if
-        the request dies first."""
-        if task is not None:
-            self._state.working.send_retraction(retraction, task)
+    def _forget(self, tenant: str, retraction: Retraction, task: RetractTask | None, why: str
+                ) -> tuple[int, list[Change]]:
+        """``forget_messages`` for a retraction a deletion recorded, then ``task`` (``memory.retract``) to the
+        workers, for work in flight that writes later. Sent before, a worker could remove a belief before this
+        request did, and the receipt would not list it; sent all the same if this fails midway, for the workers
+        to finish (and if the process dies first, the redrive sends it: the retraction stands recorded)."""
+        try:
+            return self.forget_messages(tenant, retraction.user_id, retraction.message_ids, why=why)
+        finally:
+            if task is not None:
+                self._state.working.send_retraction(retraction, task)
 
     def delete_session(self, tenant: str, session_id: str, operator_id: str, task: RetractTask | None = None
                        ) -> DeletionReceipt:
@@ -213,9 +217,7 @@ class Privacy:
         retraction = self._state.working.drop(tenant, session_id)
         if retraction is None:
             return DeletionReceipt.of(None, 0, [], [], session_id=session_id)
-        removed, changes = self.forget_messages(tenant, retraction.user_id, retraction.message_ids,
-                                                why=f"deleted with session {session_id}")
-        self._after_forgetting(retraction, task)
+        removed, changes = self._forget(tenant, retraction, task, f"deleted with session {session_id}")
         receipt = DeletionReceipt.of(None, removed, sorted(retraction.message_ids), changes, session_id=session_id)
         self._trail.submit([self._trail.record(tenant, retraction.user_id, "session.delete", operator_id, "human",
                                                fields={"session_id": session_id, **receipt.audited}),
@@ -231,9 +233,7 @@ class Privacy:
         retraction = self._state.working.take_back(tenant, session_id, message_id)
         if retraction is None:
             return DeletionReceipt.of(None, 0, [], [], session_id=session_id)
-        removed, changes = self.forget_messages(tenant, retraction.user_id, retraction.message_ids,
-                                                why="taken back (撤回)")
-        self._after_forgetting(retraction, task)
+        removed, changes = self._forget(tenant, retraction, task, "taken back (撤回)")
         receipt = DeletionReceipt.of(None, removed, [message_id], changes, session_id=session_id)
         self._trail.submit([self._trail.record(tenant, retraction.user_id, "message.delete", operator_id, "human",
                                                fields={"session_id": session_id, **receipt.audited}),
