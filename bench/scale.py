@@ -83,9 +83,10 @@ def _gen_rounds(spec: tuple[list[int], list[int]]) -> list:
                     h = cache[(u, tok)] = hmac.digest(key, tok.encode("utf-8"), hashlib.sha256).hex()[:16]
                 tokens.append(h)
             user = f"u{u:05d}"
-            event_id = ids.event_id(TENANT, user, f"m{j}", t["event_type"].value, 0)
+            session = f"{user}-s{j // 20}"
+            event_id = ids.event_id(TENANT, user, session, f"m{j}", t["event_type"].value)
             out.append(StoredEvent.model_construct(
-                event_id=event_id, tenant=TENANT, user_id=user, session_id=f"{user}-s{j // 20}",
+                event_id=event_id, tenant=TENANT, user_id=user, session_id=session,
                 ts=now - (per_user - j) * 3 * 3600, event_type=t["event_type"], role=t["role"], lang=t["lang"],
                 text_hash=t["text_hash"], message_ids=[f"m{j}"], confidence=t["confidence"], count=1, weight=1.0,
                 noise=1.0, status="live" if j >= per_user - LIVE_PER_USER else "evicted",

@@ -301,7 +301,7 @@ class _Shared(TypedDict):
 
 def _event(message: Message, kind: EventType, names: list[str], confidence: float, shared: _Shared) -> Event:
     return Event(
-        event_id=ids.event_id(message.tenant, message.user_id, message.message_id, kind.value, 0),
+        event_id=ids.event_id(message.tenant, message.user_id, message.session_id, message.message_id, kind.value),
         tenant=message.tenant,
         user_id=message.user_id,
         session_id=message.session_id,
@@ -322,7 +322,7 @@ def _fact(message: Message, kind: EventType, relation: str, obj: str, confidence
         relation=relation,
         object=obj,
         confidence=confidence,
-        evidence_id=ids.event_id(message.tenant, message.user_id, message.message_id, kind.value, 0),
+        evidence_id=ids.event_id(message.tenant, message.user_id, message.session_id, message.message_id, kind.value),
         message_ids=[message.message_id],
         ts=message.client_ts,
         device_id=message.device_id,

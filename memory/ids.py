@@ -31,8 +31,11 @@ def job_id(tenant: str, session_id: str, message_id: str) -> str:
     return shard(tenant, session_id) + str(uuid.uuid5(_NAMESPACE, f"{tenant}\x1f{session_id}\x1f{message_id}"))[2:]
 
 
-def event_id(tenant: str, user_id: str, message_id: str, kind: str, index: int) -> str:
-    return "ev_" + _digest(tenant, user_id, message_id, kind, str(index))[:24]
+def event_id(tenant: str, user_id: str, session_id: str, message_id: str, kind: str) -> str:
+    """A message's event of one kind. A message id is its session's own (two sessions may both number
+    theirs m1, m2, …), so the session is part of it: without, the second session's event was taken for a
+    redelivery of the first's and dropped."""
+    return "ev_" + _digest(tenant, user_id, session_id, message_id, kind)[:24]
 
 
 def concept_id(tenant: str, name: str) -> str:

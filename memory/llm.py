@@ -182,8 +182,8 @@ class LLMExtractor:
         events: dict[EventType, Event] = {}
         for item in output.events:  # one event per type: its id is derived from the type
             events.setdefault(item.event_type, Event(
-                event_id=ids.event_id(message.tenant, message.user_id, message.message_id,
-                                      "llm:" + item.event_type.value, 0),
+                event_id=ids.event_id(message.tenant, message.user_id, message.session_id, message.message_id,
+                                      "llm:" + item.event_type.value),
                 tenant=message.tenant,
                 user_id=message.user_id,
                 session_id=message.session_id,
@@ -207,7 +207,8 @@ class LLMExtractor:
                 facts.setdefault((found.relation, obj.lower()), Fact(
                     tenant=message.tenant, user_id=message.user_id, relation=found.relation, object=obj,
                     confidence=found.confidence, source=FactSource.llm, evidence_id=evidence,
-                    message_ids=[message.message_id], ts=message.client_ts,
+                    message_ids=[message.message_id], ts=message.client_ts, device_id=message.device_id,
+                    session_id=message.session_id,
                 ))
         return Extraction(events=list(events.values()), facts=list(facts.values()))
 

@@ -30,6 +30,7 @@ from memory.extraction import extract
 from memory.mneme import Mneme
 from memory.models import REMEMBERED_ROLES, Event, EventType, Extraction, Fact, Message, Relation
 from memory.progress import Tick
+from memory.provenance import Messages
 from memory.state.jobs import Declaration, JobInput, JobWork
 from memory.state.policy import CHILD_AGE, Policy
 
@@ -302,7 +303,8 @@ def retract(mneme: Mneme, tenant: str, user_id: str, session_id: str,
     (``Privacy.forget_messages``); then their jobs end as ``retracted``, so a client polling one knows
     nothing of it is left, and nothing re-sends it. Returns a report and the audit records of the graph
     changes. Running it again changes nothing."""
-    removed, changes = mneme.privacy.forget_messages(tenant, user_id, message_ids, why="taken back (撤回)")
+    removed, changes = mneme.privacy.forget_messages(tenant, user_id, Messages.of_session(session_id, message_ids),
+                                                     why="taken back (撤回)")
     for message_id in message_ids:
         mneme.state.jobs.finish(ids.job_id(tenant, session_id, message_id), "retracted", RETRACTED_NOTE)
     report = {"messages": len(message_ids), "events_removed": removed, "beliefs_changed": len(changes)}

@@ -27,6 +27,7 @@ from memory.episodic import (
     merged_confidence,
 )
 from memory.models import EventType, Role
+from memory.provenance import Messages
 from memory.purposes import ANY
 
 T = "t"
@@ -81,8 +82,8 @@ class EpisodicContract:
     def event(ids: FreshIds, name: str, user: str = "u", kind: EventType = EventType.question,
               tokens: Sequence[str] = (), ts: float = 1.0, conf: float = 0.8, role: Role = Role.user,
               message_ids: Sequence[str] | None = None, weight: float = 1.0,
-              sealed: bytes = b"opaque", purposes: Sequence[str] = (ANY,)) -> StoredEvent:
-        return StoredEvent(event_id=ids(name), tenant=T, user_id=ids(user), session_id="s", ts=ts, event_type=kind,
+              sealed: bytes = b"opaque", purposes: Sequence[str] = (ANY,), session: str = "s") -> StoredEvent:
+        return StoredEvent(event_id=ids(name), tenant=T, user_id=ids(user), session_id=session, ts=ts, event_type=kind,
                            role=role, lang="zh", text_hash=hashlib.sha256(name.encode()).hexdigest(),
                            message_ids=list(message_ids or [f"m-{name}"]), confidence=conf, weight=weight,
                            sealed=sealed, tokens=list(tokens), purposes=list(purposes))
@@ -500,7 +501,7 @@ class EpisodicContract:
             store.add([self.event(ids, name, tokens=[tok("退款"), tok("refund")], ts=ts)], rows(refund), 0.9, 200)
         store.add([self.event(ids, "theirs", user="other", message_ids=["m-r1"])], rows(refund), 0.9, 200)
         user = ids("u")
-        assert store.retract(T, user, ["m-r1", "m-missing"]) == 1
+        assert store.retract(T, user, Messages.of_session("s", ["m-r1", "m-missing"])) == 1
         [head, kept] = store.get(T, user, [ids("r0"), ids("r2")])
         assert (head.status, head.count, head.message_ids, head.ts) == (LIVE, 2, ["m-r0", "m-r2"], 20.0)
         assert (kept.status, kept.canonical_id) == (MERGED, ids("r0"))
@@ -508,8 +509,25 @@ class EpisodicContract:
         assert sorted(ids.names(e for e, _ in store.keyword_search(T, user, [tok("退款")], None, 10))) == ["r0", "r2"]
         assert len(store.vector_search(T, user, refund, None, 10)) == 2
         assert store.get(T, ids("other"), [ids("theirs")])  # another user's row with the same message id stays
-        assert store.retract(T, user, ["m-r1"]) == 0  # again: nothing changes
+        assert store.retract(T, user, Messages.of_session("s", ["m-r1"])) == 0  # again: nothing changes
         assert store.get(T, user, [ids("r0"), ids("r2")]) == [head, kept]
+
+    def test_retract_takes_a_message_of_its_session_not_the_same_id_of_another(self, store, ids):
+        physics = unit(1, 0.05)  # session "s" and session "s2" both number their first message m-1
+        store.add([self.event(ids, "a", kind=EventType.preference, message_ids=["m-1"], ts=10.0)], rows(physics),
+                  0.9, 200)
+        store.add([self.event(ids, "b", kind=EventType.preference, message_ids=["m-1"], ts=20.0, session="s2")],
+                  rows(physics), 0.9, 200)  # merged into a
+        user = ids("u")
+        assert store.retract(T, user, Messages.of_session("s2", ["m-1"])) == 1
+        [head] = store.get(T, user, [ids("a")])
+        assert (head.status, head.count, head.message_ids, head.ts) == (LIVE, 1, ["m-1"], 10.0)
+        assert store.get(T, user, [ids("b")]) == []
+        store.add([self.event(ids, "c", kind=EventType.preference, message_ids=["m-1"], ts=30.0, session="s3")],
+                  rows(physics), 0.9, 200)  # merged into a
+        assert store.retract(T, user, Messages.of_session("s", ["m-1"])) == 1  # a's own: c takes the event on
+        [heir] = store.get(T, user, [ids("c")])
+        assert (heir.status, heir.canonical_id, heir.count, heir.message_ids) == (LIVE, None, 1, ["m-1"])
 
     def test_retracting_the_message_an_event_was_made_from_hands_the_event_to_the_newest_absorbed_row(
             self, store, ids):
@@ -517,7 +535,7 @@ class EpisodicContract:
             store.add([self.event(ids, name, kind=EventType.preference, tokens=[tok("physics")], ts=ts)],
                       rows(unit(1)), 0.9, 200)
         user = ids("u")
-        assert store.retract(T, user, ["m-e0"]) == 1
+        assert store.retract(T, user, Messages.of_session("s", ["m-e0"])) == 1
         assert store.get(T, user, [ids("e0")]) == [] and store.live_count(T, user) == 1
         [heir, other] = store.get(T, user, [ids("e1"), ids("e2")])
         assert (heir.status, heir.canonical_id, heir.count, heir.message_ids) == (LIVE, None, 2, ["m-e1", "m-e2"])
@@ -525,7 +543,7 @@ class EpisodicContract:
         assert ids.names(e for e, _ in store.vector_search(T, user, unit(1), None, 5, (LIVE,))) == ["e1"]
         report = store.add([self.event(ids, "e3", kind=EventType.preference)], rows(unit(1)), 0.9, 200)
         assert report.merged == {ids("e3"): ids("e1")}  # the heir absorbs what comes next
-        assert store.retract(T, user, ["m-e1", "m-e2", "m-e3"]) == 3
+        assert store.retract(T, user, Messages.of_session("s", ["m-e1", "m-e2", "m-e3"])) == 3
         assert store.live_count(T, user) == 0 and store.vector_search(T, user, unit(1), None, 5) == []
 
     def test_retract_keeps_a_consolidated_event_consistent(self, store, ids):
@@ -536,10 +554,10 @@ class EpisodicContract:
                    self.event(ids, "c", kind=EventType.statement, ts=now)],
                   rows(a, b, unit(0, 0, 1)), 0.9, 2, consolidate_threshold=0.8)
         user = ids("u")
-        assert store.retract(T, user, ["m-a"]) == 1
+        assert store.retract(T, user, Messages.of_session("s", ["m-a"])) == 1
         [kept] = store.get(T, user, [ids("b")])
         assert (kept.count, kept.message_ids, kept.status) == (1, ["m-b"], LIVE)
-        assert store.retract(T, user, ["m-b"]) == 1 and store.get(T, user, [ids("b")]) == []
+        assert store.retract(T, user, Messages.of_session("s", ["m-b"])) == 1 and store.get(T, user, [ids("b")]) == []
         assert ids.names(e for e, _ in store.vector_search(T, user, unit(1), None, 5)) == ["c"]
 
     # --- strip_content: a user who became a child ------------------------------------------------

@@ -117,7 +117,7 @@ def test_good_chinese_answer_becomes_typed_events_and_llm_facts(llm, stub, r):
     assert outcome.model_dump() == {"used_llm": True, "reason": "ok", "tokens": 360}
     assert [e.event_type for e in result.events] == [EventType.age_declaration, EventType.concept_confusion]
     first = result.events[0]
-    assert first.event_id == ids.event_id("t1", "u1", "m1", "llm:age_declaration", 0)
+    assert first.event_id == ids.event_id("t1", "u1", "s1", "m1", "llm:age_declaration")
     assert first.keywords == ["17岁", "高二"] and first.summary == "用户17岁，上高二"
     assert first.text_hash == sha256(message.content) and first.tokens == tokenize(message.content)
     assert first.message_ids == ["m1"] and first.ts == message.client_ts and first.role is Role.user
@@ -155,7 +155,7 @@ def test_good_english_answer_and_markdown_fence_is_unwrapped(llm, stub):
     result, outcome = llm.extract(message, extraction.extract(message))
     assert outcome.used_llm and outcome.reason == "ok"
     assert [e.event_type for e in result.events] == [EventType.preference, EventType.request]
-    assert result.events[1].event_id == ids.event_id("t1", "u1", "m1", "llm:request", 0)
+    assert result.events[1].event_id == ids.event_id("t1", "u1", "s1", "m1", "llm:request")
     assert {(f.relation, f.object) for f in result.facts} == {
         (Relation.likes, "physics with animations"), (Relation.response_preference, "short answers")}
     assert all(f.evidence_id == result.events[0].event_id for f in result.facts)

@@ -24,7 +24,8 @@ Contract of ``add`` (one user's events, idempotent under redelivery):
   keeps small talk or thanks over a statement of fact. Recall favours the layer (``event_layer_boost``).
 
 Contract of ``retract`` (a message taken back, 撤回): the rows made from the messages go, and only those —
-what other messages said stays. A live (or evicted) event that had absorbed others and was made from a
+what other messages said stays, a message of the same id in another session of the user too
+(``memory.provenance``). A live (or evicted) event that had absorbed others and was made from a
 retracted message hands over to its newest remaining absorbed row, which takes its status, count and
 message ids and becomes the one the others point at; an event that keeps its own row loses the retracted
 messages from its message ids and one count per row removed. Either way ``ts`` becomes the latest
@@ -48,6 +49,7 @@ import numpy as np
 from pydantic import BaseModel, Field, model_validator
 
 from memory.models import EventBase, EventType, Role
+from memory.provenance import Messages
 
 LIVE, MERGED, EVICTED = "live", "merged", "evicted"
 ALL_STATUSES = (LIVE, MERGED, EVICTED)  # every row a user has: erasure, export, archive and deletion see these
@@ -163,7 +165,7 @@ class EpisodicStore(Protocol):
         """Remove events, and the merged rows they absorbed, for good; returns how many rows went."""
         ...
 
-    def retract(self, tenant: str, user_id: str, message_ids: Sequence[str]) -> int:
+    def retract(self, tenant: str, user_id: str, messages: Messages) -> int:
         """Remove the rows made from these messages, keeping what other messages said (see the contract
         above); returns how many rows went."""
         ...
@@ -235,23 +237,30 @@ def _kind(event: StoredEvent) -> tuple[EventType, Role, tuple[str, ...]]:
     return event.event_type, event.role, tuple(sorted(set(event.purposes)))
 
 
-def plan_retraction(rows: Sequence[StoredEvent], message_ids: Collection[str]) -> RetractionPlan:
-    """What retracting ``message_ids`` does to ``rows``: every row holding one of them in its message ids,
-    and for each, its whole event (the row others point at and all that point at it). Written once."""
-    gone = set(message_ids)
+def plan_retraction(rows: Sequence[StoredEvent], messages: Messages) -> RetractionPlan:
+    """What retracting ``messages`` does to ``rows``: every row holding one of their ids in its message ids,
+    and for each, its whole event (the row others point at and all that point at it). Written once. An id
+    leaves a row's message ids when a message of that id was retracted and no row kept was made from one
+    (a list names ids only: the same id of another session keeps it)."""
     by_id = {r.event_id: r for r in rows}
-    plan = RetractionPlan(removed=[r.event_id for r in rows if r.message_id in gone])
+    plan = RetractionPlan(removed=[r.event_id for r in rows if messages.holds(r.session_id, r.message_id)])
     removed = set(plan.removed)
+    still = {r.message_id for r in rows if r.event_id not in removed}
+
+    def gone(message_id: str) -> bool:
+        return message_id not in still and messages.holds(None, message_id)
+
     events: dict[str, list[StoredEvent]] = {}
     for row in rows:
         events.setdefault(row.canonical_id or row.event_id, []).append(row)
     for head_id, members in events.items():
         head = by_id.get(head_id)
         left = [r for r in members if r.event_id not in removed]
-        if head is None or not left or not any(gone & set(r.message_ids) for r in members):
+        if head is None or not left or (len(left) == len(members) and not any(
+                gone(m) for r in members for m in r.message_ids)):
             continue
         heir = head if head_id not in removed else max(left, key=lambda r: (r.said_at, r.event_id))
-        kept = [m for m in head.message_ids if m not in gone and m != heir.message_id]
+        kept = [m for m in head.message_ids if not gone(m) and m != heir.message_id]
         fields: dict[str, Any] = {"count": max(1, head.count - (len(members) - len(left))),
                                   "message_ids": [heir.message_id, *kept], "ts": max(r.said_at for r in left)}
         if heir is not head:
@@ -261,9 +270,9 @@ def plan_retraction(rows: Sequence[StoredEvent], message_ids: Collection[str]) -
                     plan.updates[row.event_id] = {"canonical_id": heir.event_id}
         plan.updates[heir.event_id] = fields
     for row in rows:  # a merged row that once absorbed others (over the cap) lists their ids too
-        if row.event_id not in removed and gone & set(row.message_ids):
+        if row.event_id not in removed and any(gone(m) for m in row.message_ids):
             fields = plan.updates.setdefault(row.event_id, {})
-            fields.setdefault("message_ids", [m for m in row.message_ids if m not in gone])
+            fields.setdefault("message_ids", [m for m in row.message_ids if not gone(m)])
     return plan
 
 

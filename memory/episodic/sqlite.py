@@ -37,6 +37,7 @@ from memory.episodic import (
     plan_retraction,
 )
 from memory.models import EventType
+from memory.provenance import Messages
 from memory.settings import Settings
 from memory.sqlite import SQLiteFile, sqlite_path
 
@@ -287,10 +288,10 @@ class SQLiteEpisodicStore:
         self._db.checkpoint()
         return removed
 
-    def retract(self, tenant: str, user_id: str, message_ids: Sequence[str]) -> int:
-        if not message_ids:
+    def retract(self, tenant: str, user_id: str, messages: Messages) -> int:
+        if not messages:
             return 0
-        user = (tenant, user_id)
+        user, message_ids = (tenant, user_id), messages.ids()
 
         def run(conn: sqlite3.Connection) -> int:
             holding = " OR ".join("instr(message_ids, ?) > 0" for _ in message_ids)  # ids are JSON strings
@@ -303,7 +304,7 @@ class SQLiteEpisodicStore:
             rows = conn.execute(f"SELECT {_COLUMNS} FROM events WHERE tenant = ? AND user_id = ? AND "
                                 f"(event_id IN ({marks}) OR canonical_id IN ({marks}) OR {holding})",
                                 (*user, *heads, *heads, *(json.dumps(m) for m in message_ids))).fetchall()
-            plan = plan_retraction([_event(r) for r in rows], message_ids)
+            plan = plan_retraction([_event(r) for r in rows], messages)
             for event_id in plan.removed:
                 conn.execute(f"DELETE FROM events_fts WHERE rowid = (SELECT doc FROM events WHERE {_ONE})",
                              (*user, event_id))

@@ -115,6 +115,7 @@ from memory.episodic import (
 )
 from memory.errors import ConfigurationError, TransientError
 from memory.models import EventType
+from memory.provenance import Messages
 from memory.purposes import ANY
 from memory.settings import Settings
 
@@ -516,14 +517,14 @@ class WeaviateEpisodicStore:
                     deleted += result.successful
         return deleted
 
-    def retract(self, tenant: str, user_id: str, message_ids: Sequence[str]) -> int:
-        if not message_ids:
+    def retract(self, tenant: str, user_id: str, messages: Messages) -> int:
+        if not messages:
             return 0
         with _boundary("retract"):
             handle = self._handle(tenant, user_id)
             if handle is None:
                 return 0
-            holding = Filter.by_property("message_ids").contains_any(list(dict.fromkeys(message_ids)))
+            holding = Filter.by_property("message_ids").contains_any(messages.ids())
             touched = self._fetch_all(handle, holding)
             heads = sorted({o.properties["canonical_id"] or o.properties["event_id"] for o in touched})
             if not heads:
@@ -533,7 +534,7 @@ class WeaviateEpisodicStore:
                 for where in (Filter.by_id().contains_any([object_id(i) for i in chunk]),
                               Filter.by_property("canonical_id").contains_any(chunk)):
                     rows.update((o.properties["event_id"], o) for o in self._fetch_all(handle, where))
-            plan = plan_retraction([_event(o.properties) for o in rows.values()], message_ids)
+            plan = plan_retraction([_event(o.properties) for o in rows.values()], messages)
             # hand-overs first: a failure midway leaves rows of the retracted message, which a retry removes
             now = time.time()
             for event_id, fields in plan.updates.items():

@@ -21,6 +21,7 @@ from memory.crypto import UserKeys, keyed_tokens, seal, unseal
 from memory.episodic import ALL_STATUSES, EVICTED, LIVE, MERGED, AddReport, EpisodicStore, StoredEvent
 from memory.errors import NotFound
 from memory.models import Event, EventType, Role
+from memory.provenance import MessageRef, Messages
 from memory.purposes import Grants
 from memory.settings import Settings
 from memory.text import language, tokenize
@@ -163,24 +164,26 @@ class EpisodicMemory:
         self.store.update(tenant, user_id, [event_id], weight=weight)
         return weight
 
-    def retract(self, tenant: str, user_id: str, message_ids: Sequence[str]) -> int:
-        return self.store.retract(tenant, user_id, message_ids)
+    def retract(self, tenant: str, user_id: str, messages: Messages) -> int:
+        return self.store.retract(tenant, user_id, messages)
 
-    def delete_type(self, tenant: str, user_id: str, event_type: EventType) -> tuple[int, list[str]]:
+    def delete_type(self, tenant: str, user_id: str, event_type: EventType) -> tuple[int, Messages]:
         """Delete every stored event of one type, of every status: how many, and the messages they were made
-        from that no event of another type still holds (what long-term memory no longer has of them)."""
+        from that no event of another type still holds (what long-term memory no longer has of them). Every
+        message has a row of its own for each type it made (a merge points it at another, keeps it)."""
         removed, messages = 0, set()
         while batch := self.store.dump(tenant, user_id, types={event_type}, statuses=ALL_STATUSES, limit=BATCH):
-            messages |= {m for e, _ in batch for m in e.message_ids}
+            messages |= {_made_from(e) for e, _ in batch}
             removed += self.store.delete(tenant, user_id, [e.event_id for e, _ in batch])
-        kept = self.store.dump(tenant, user_id, statuses=ALL_STATUSES, limit=EVERY)  # every type left
-        return removed, sorted(messages - {m for e, _ in kept for m in e.message_ids})
+        kept = Messages(_made_from(e) for e, _ in self.store.dump(tenant, user_id, statuses=ALL_STATUSES,
+                                                                  limit=EVERY))  # every type left
+        return removed, Messages(ref for ref in messages if not kept.holds(*ref))
 
-    def messages_unserved(self, tenant: str, user_id: str, consent: Grants) -> set[str]:
+    def messages_unserved(self, tenant: str, user_id: str, consent: Grants) -> Messages:
         """The messages whose rows serve none of the purposes ``consent`` grants (all of a message's rows were
         collected under the same grants): what a withdrawal leaves without a purpose."""
         rows = self.store.dump(tenant, user_id, statuses=ALL_STATUSES, limit=EVERY)
-        return {e.message_id for e, _ in rows if not consent.serves(e.purposes)}
+        return Messages(_made_from(e) for e, _ in rows if not consent.serves(e.purposes))
 
     def strip_content(self, tenant: str, user_id: str, sealed: Callable[[str], bytes], lang: str) -> int:
         return self.store.strip_content(tenant, user_id, sealed, lang)
@@ -213,3 +216,8 @@ class EpisodicMemory:
             "text": revealed.text if revealed else None, "readable": revealed is not None,
             "collected_under": event.purposes,
         }
+
+
+def _made_from(event: StoredEvent) -> MessageRef:
+    """The message a row was made from (the others it lists have rows of their own)."""
+    return MessageRef(event.session_id, event.message_id)

@@ -43,6 +43,7 @@ from memory.errors import Conflict
 from memory.graph import Change
 from memory.models import EventType
 from memory.progress import Tick
+from memory.provenance import Messages
 from memory.services.episodic import EpisodicMemory, Revealed
 from memory.services.maintenance import Maintenance
 from memory.services.semantic import SemanticMemory
@@ -138,10 +139,10 @@ class Privacy:
         why = f"its purposes were withdrawn ({', '.join(withdrawn)})"
         messages = self._episodic.messages_unserved(tenant, user_id, consent) | self._semantic.messages_unserved(
             tenant, user_id, consent)
-        removed, changes = self.forget_messages(tenant, user_id, sorted(messages), why=why)
+        removed, changes = self.forget_messages(tenant, user_id, messages, why=why)
         changes += self._semantic.retire_unserved(tenant, user_id, consent, why)
         archived = self._maintenance.forget_unserved(tenant, user_id, consent)
-        receipt = DeletionReceipt.of(None, removed, sorted(messages), changes, purposes=withdrawn, archived=archived)
+        receipt = DeletionReceipt.of(None, removed, messages.ids(), changes, purposes=withdrawn, archived=archived)
         if messages or changes or archived:  # the consent change has its own record
             self._trail.submit([self._trail.record(tenant, user_id, "consent.withdraw", operator_id, "human",
                                                    fields={"purposes": list(withdrawn), **receipt.audited}),
@@ -188,13 +189,13 @@ class Privacy:
         return report
 
     # --- deleting ---------------------------------------------------------------------------------------
-    def forget_messages(self, tenant: str, user_id: str, message_ids: Sequence[str], why: str
+    def forget_messages(self, tenant: str, user_id: str, messages: Messages, why: str
                         ) -> tuple[int, list[Change]]:
         """What long-term memory made of these messages goes: their episodic rows (what other messages said
         stays), their graph evidence (beliefs re-scored or removed, ``SemanticMemory.retract``). Returns how
         many rows went and the graph changes. Running it again changes nothing."""
-        return (self._episodic.retract(tenant, user_id, message_ids),
-                self._semantic.retract(tenant, user_id, message_ids, why=why))
+        return (self._episodic.retract(tenant, user_id, messages),
+                self._semantic.retract(tenant, user_id, messages, why=why))
 
     def _forget(self, tenant: str, retraction: Retraction, task: RetractTask | None, why: str
                 ) -> tuple[int, list[Change]]:
@@ -203,7 +204,8 @@ class Privacy:
         request did, and the receipt would not list it; sent all the same if this fails midway, for the workers
         to finish (and if the process dies first, the redrive sends it: the retraction stands recorded)."""
         try:
-            return self.forget_messages(tenant, retraction.user_id, retraction.message_ids, why=why)
+            return self.forget_messages(tenant, retraction.user_id,
+                                        Messages.of_session(retraction.session_id, retraction.message_ids), why=why)
         finally:
             if task is not None:
                 self._state.working.send_retraction(retraction, task)
@@ -246,7 +248,7 @@ class Privacy:
         too is re-scored from what remains (``SemanticMemory.retract``). Audited; the receipt lists both."""
         removed, messages = self._episodic.delete_type(tenant, user_id, event_type)
         changes = self._semantic.retract(tenant, user_id, messages, why=f"deleted with the {event_type.value} events")
-        receipt = DeletionReceipt.of(event_type, removed, messages, changes)
+        receipt = DeletionReceipt.of(event_type, removed, messages.ids(), changes)
         self._trail.submit([self._trail.record(tenant, user_id, "episodic.delete_type", operator_id, "human",
                                                fields={"event_type": event_type.value, "removed": removed,
                                                        "beliefs_removed": receipt.beliefs_removed,

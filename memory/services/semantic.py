@@ -53,6 +53,7 @@ from memory.graph import (
 )
 from memory.models import Fact, FactSource, RelationName
 from memory.progress import Tick
+from memory.provenance import MessageRef, Messages
 from memory.purposes import Grants
 from memory.services.trail import AuditTrail
 from memory.settings import Settings
@@ -303,13 +304,13 @@ class SemanticMemory:
         self._trail.submit(self._trail.graph_changes(changes, operator_id))
 
     # --- a message taken back ------------------------------------------------------------------
-    def retract(self, tenant: str, user_id: str, message_ids: Sequence[str], why: str = "taken back (撤回)"
+    def retract(self, tenant: str, user_id: str, messages: Messages, why: str = "taken back (撤回)"
                 ) -> list[Change]:
         """The messages are no longer evidence. A belief held only by them retires (a later message saying
         it again brings it back); a value one of them superseded is active again; any other belief they
         supported or contradicted is re-scored from the evidence that remains, and records that they were
-        taken back, so they are no longer its provenance. Idempotent."""
-        gone = set(message_ids)
+        taken back, so they are no longer its provenance. Idempotent. A piece of evidence is of a message by its
+        session and id (``memory.provenance``): the same id in another session is another message."""
         relations = self.store.relations(tenant, user_id, statuses=list(Status))
         rows: dict[str, list[EvidenceRow]] = {}
         for row in self.store.evidence([r.rel_id for r in relations]):
@@ -320,30 +321,33 @@ class SemanticMemory:
             evidence = rows.get(rel.rel_id, [])
             claims = [r for r in evidence if r.source in CLAIMS and r.action != "ignored"]
             counters = [r for r in evidence if r.action == "counter"]  # "I don't like it", taken back too
-            mine = sorted({m for r in [*claims, *counters] for m in r.message_ids} & gone)
+            mine = Messages(MessageRef(r.session_id, m) for r in [*claims, *counters] for m in r.message_ids
+                            if messages.holds(r.session_id, m))
             if not mine or rel.status not in (Status.active, Status.in_review):
                 continue
-            already = {m for r in evidence if r.evidence_id.startswith(RETRACTED) for m in r.message_ids}
-            if set(mine) <= already:
+            already = _taken_back(evidence)
+            if all(already.holds(*ref) for ref in mine):
                 continue
-            note = f"message {', '.join(mine)} {why}"
-            if all(r.message_ids and set(r.message_ids) <= gone | already for r in claims):
+            note, after = f"message {', '.join(mine.ids())} {why}", messages | already
+            if all(after.covers(r.session_id, r.message_ids) for r in claims):
                 retired_by |= {r.evidence_id for r in claims}
                 changes.append(self.store.set_status(rel.rel_id, Status.retired, self._retraction(
                     mine, f"{note}: nothing else supports it")))
             else:
-                changes.append(self._rescored(rel, evidence, mine, already, gone | already, note))
+                changes.append(self._rescored(rel, evidence, mine, already, after, note))
         for rel in relations:  # the value a retired claim had replaced is the user's again
             superseded = [r for r in rows.get(rel.rel_id, []) if r.action == "supersede"]
             if rel.status is Status.superseded and superseded and superseded[-1].evidence_id in retired_by:
+                last = superseded[-1]
                 changes.append(self.store.set_status(rel.rel_id, Status.active, self._retraction(
-                    sorted(set(superseded[-1].message_ids) & gone),
+                    Messages(MessageRef(last.session_id, m) for m in last.message_ids
+                             if messages.holds(last.session_id, m)),
                     f"restored: the claim that replaced it (message "
-                    f"{', '.join(superseded[-1].message_ids)}) was {why}")))
+                    f"{', '.join(last.message_ids)}) was {why}")))
         return [c for c in changes if c is not None]
 
-    def _rescored(self, rel: StoredRelation, evidence: Sequence[EvidenceRow], mine: list[str], before: set[str],
-                  after: set[str], note: str) -> Change | None:
+    def _rescored(self, rel: StoredRelation, evidence: Sequence[EvidenceRow], mine: Messages, before: Messages,
+                  after: Messages, note: str) -> Change | None:
         """A belief other messages still support, re-scored from what they say: its confidence now (decayed)
         times what the remaining evidence gives over what it gave with the messages just taken back."""
         now = time.time()
@@ -355,19 +359,25 @@ class SemanticMemory:
                   f"{clamp(score):.2f}"))
 
     @staticmethod
-    def _retraction(message_ids: list[str], note: str) -> Evidence:
-        return Evidence(evidence_id=RETRACTED + "+".join(message_ids), source=FactSource.counter_evidence,
-                        confidence=0.0, message_ids=message_ids, ts=time.time(), note=note)
+    def _retraction(messages: Messages, note: str) -> Evidence:
+        """The record that ``messages`` are no longer evidence: of their session, if they share one (one
+        deletion names one), else of the ids in any session."""
+        sessions = messages.sessions()
+        session_id = next(iter(sessions)) if len(sessions) == 1 else None
+        return Evidence(evidence_id=RETRACTED + (f"{session_id}/" if session_id else "") + "+".join(messages.ids()),
+                        source=FactSource.counter_evidence, confidence=0.0, message_ids=messages.ids(),
+                        session_id=session_id, ts=time.time(), note=note)
 
     # --- a purpose withdrawn -------------------------------------------------------------------
-    def messages_unserved(self, tenant: str, user_id: str, consent: Grants) -> set[str]:
+    def messages_unserved(self, tenant: str, user_id: str, consent: Grants) -> Messages:
         """The messages whose claims serve none of the purposes ``consent`` grants: no longer evidence."""
         relations = self.store.relations(tenant, user_id, statuses=list(Status))
         rows: dict[str, list[EvidenceRow]] = {}
         for row in self.store.evidence([r.rel_id for r in relations]):
             rows.setdefault(row.rel_id, []).append(row)
-        return {m for evidence in rows.values() for claim in _supporting(evidence)
-                if not consent.serves(claim.purposes) for m in claim.message_ids}
+        return Messages(MessageRef(claim.session_id, m) for evidence in rows.values()
+                        for claim in _supporting(evidence) if not consent.serves(claim.purposes)
+                        for m in claim.message_ids)
 
     def retire_unserved(self, tenant: str, user_id: str, consent: Grants, why: str) -> list[Change]:
         """Retire each belief (active or in review) whose supporting claims serve none of the purposes
@@ -430,7 +440,8 @@ class SemanticMemory:
             confidence=round(effective, 4),
             stored_confidence=rel.confidence, half_life_days=half_life, source=rel.source, status=rel.status,
             updated_at=rel.updated_at,
-            message_ids=list(dict.fromkeys(m for r in supporting for m in r.message_ids if m not in taken_back)),
+            message_ids=list(dict.fromkeys(m for r in supporting for m in r.message_ids
+                                           if not taken_back.holds(r.session_id, m))),
             event_ids=list(dict.fromkeys(r.evidence_id for r in supporting if r.source is not FactSource.human)),
             devices=sorted({r.device_id for r in supporting if r.device_id}),
             purposes=consent.purposes_of(_recorded(rows)), why="; ".join(steps),
@@ -505,14 +516,15 @@ def _devices_of(rows: list[EvidenceRow]) -> dict[str, set[str]]:
     return out
 
 
-def _taken_back(rows: Sequence[EvidenceRow]) -> set[str]:
-    return {m for r in rows if r.evidence_id.startswith(RETRACTED) for m in r.message_ids}
+def _taken_back(rows: Sequence[EvidenceRow]) -> Messages:
+    return Messages(MessageRef(r.session_id, m) for r in rows if r.evidence_id.startswith(RETRACTED)
+                    for m in r.message_ids)
 
 
 def _supporting(rows: Sequence[EvidenceRow]) -> list[EvidenceRow]:
     """A belief's claims (rule, LLM, human) whose messages were not all taken back."""
     taken_back = _taken_back(rows)
-    return [r for r in rows if r.source in CLAIMS and not (r.message_ids and set(r.message_ids) <= taken_back)]
+    return [r for r in rows if r.source in CLAIMS and not taken_back.covers(r.session_id, r.message_ids)]
 
 
 def _recorded(rows: Sequence[EvidenceRow]) -> set[str]:
@@ -520,12 +532,12 @@ def _recorded(rows: Sequence[EvidenceRow]) -> set[str]:
     return {p for r in _supporting(rows) for p in r.purposes}
 
 
-def _replayed(rows: Sequence[EvidenceRow], gone: set[str]) -> float | None:
+def _replayed(rows: Sequence[EvidenceRow], gone: Messages) -> float | None:
     """The stored confidence the evidence gives, in the order it came, without what the ``gone`` messages
     said (their claims and their counter-evidence); None if nothing is left to give one."""
     confidence: float | None = None
     for row in sorted(rows, key=lambda r: r.applied_at):
-        if row.message_ids and set(row.message_ids) <= gone:
+        if gone.covers(row.session_id, row.message_ids):
             continue
         if row.action == "merge:blend":
             confidence = clamp(row.confidence if confidence is None

@@ -1,0 +1,54 @@
+"""Two sessions of one user that number their messages alike (m1, m2, … in each) are different messages to
+long-term memory, through the real API and workers: each is remembered, and taking one back — deleted or
+undone — removes what it made only, never what the other session's message of the same id said."""
+
+from tests.polling import wait_until
+from tests.test_undo import say, wait_retracted
+
+
+def done(client, receipt):
+    wait_until(lambda: client.job(receipt.job_id).state == "done", 60, f"done: {receipt.job_id}")
+
+
+def said_in_both(client, uid, first, second):
+    """``first`` as m1 of session a, ``second`` as m1 of session b, both through the pipeline."""
+    receipts = say(client, uid, 1, first, session="a"), say(client, uid, 1, second, session="b")
+    for receipt in receipts:
+        done(client, receipt)
+    return receipts
+
+
+def beliefs(client, uid):
+    return {b.object: b for b in client.profile(f"u{uid}").beliefs}
+
+
+def summaries(client, uid):
+    return sorted(e.summary for e in client.events(f"u{uid}").events)
+
+
+def test_the_same_message_id_in_two_sessions_is_two_messages(client, uid):
+    said_in_both(client, uid, "我喜欢物理", "I like chemistry")
+    assert {"物理", "chemistry"} <= beliefs(client, uid).keys()
+    assert summaries(client, uid) == ["I like chemistry", "我喜欢物理"]  # the second was taken for a redelivery
+
+
+def test_deleting_a_message_leaves_the_same_id_of_another_session(client, uid):
+    said_in_both(client, uid, "我喜欢物理", "I like chemistry")
+    chemistry = beliefs(client, uid)["chemistry"]
+    receipt = client.delete_message(f"b{uid}", "m1")
+    assert (receipt.deleted_events, receipt.beliefs_removed, receipt.beliefs_rescored) == (1, [chemistry.rel_id], [])
+    assert "物理" in beliefs(client, uid) and "chemistry" not in beliefs(client, uid)
+    assert summaries(client, uid) == ["我喜欢物理"]
+
+
+def test_undoing_a_message_said_in_both_sessions_keeps_the_other_sessions_word(client, uid):
+    _, in_b = said_in_both(client, uid, "我喜欢物理", "我喜欢物理")  # the same words: one event, one belief
+    before = beliefs(client, uid)["物理"]
+    assert [(e.status, e.session_id) for e in client.events(f"u{uid}").events] == [("live", f"a{uid}"),
+                                                                                  ("merged", f"b{uid}")]
+    assert [m.message_id for m in client.rollback(f"b{uid}").removed] == ["m1"]  # 撤回上一条 in session b
+    wait_retracted(client, in_b.job_id)
+    after = beliefs(client, uid)["物理"]
+    assert after.rel_id == before.rel_id and after.confidence > 0.1  # session a's m1 still says it
+    [event] = client.events(f"u{uid}").events  # session b's row is gone; a's holds the event alone
+    assert (event.session_id, event.count, event.message_ids, event.summary) == (f"a{uid}", 1, ["m1"], "我喜欢物理")
