@@ -51,6 +51,7 @@ from memory.episodic import LIVE, StoredEvent
 from memory.errors import MnemeError, NotFound
 from memory.mneme import Mneme
 from memory.models import EventType, FactSource, RelationName, Role
+from memory.provenance import MessageRef
 from memory.purposes import Grants
 from memory.settings import Settings
 from memory.state.working import StoredMessage
@@ -180,10 +181,11 @@ def recall(mneme: Mneme, tenant: str, user_id: str, query: str, k: int = 5, sess
     )
 
 
-def _just_posted(working: list[StoredMessage]) -> frozenset[str]:
-    """The session's latest user message: the question being answered now, never the past."""
+def _just_posted(working: list[StoredMessage]) -> frozenset[MessageRef]:
+    """The session's latest user message: the question being answered now, never the past (the same id in
+    another session is another message: ``memory.provenance``)."""
     latest = next((m for m in reversed(working) if m.role is Role.user), None)
-    return frozenset([latest.message_id] if latest else [])
+    return frozenset([MessageRef(latest.session_id, latest.message_id)] if latest else [])
 
 
 def _within_deadline(timeout_s: float, degraded: dict[str, str],
@@ -212,7 +214,7 @@ class Search:
     types: Collection[EventType] | None = None
     inferred: frozenset[EventType] = frozenset()
     include_text: bool = False
-    skip: frozenset[str] = frozenset()  # the session's message being answered now
+    skip: frozenset[MessageRef] = frozenset()  # the session's message being answered now
     repeated: str = ""  # the hash of the query's text: the message that posted it is not the past
     serving: tuple[str, ...] | None = None  # only rows recorded under one of these grants (None: every row)
     consent: Grants = Grants()  # the user's: names the purposes each hit serves
@@ -229,7 +231,7 @@ class _Candidate:
         self.sim = -1.0
 
 
-Scored = tuple[float, str, _Candidate, dict[str, float]]  # score, message id, its evidence, the score's parts
+Scored = tuple[float, MessageRef, _Candidate, dict[str, float]]  # score, message, its evidence, the score's parts
 
 
 def search_events(mneme: Mneme, tenant: str, user_id: str, search: Search) -> list[EventHit]:
@@ -239,12 +241,12 @@ def search_events(mneme: Mneme, tenant: str, user_id: str, search: Search) -> li
                                   search.types, depth, purposes=search.serving)
     keyword, sims = found.keyword, found.similarity
     query_lang = language(search.cue.main)
-    candidates: dict[str, _Candidate] = {}
+    candidates: dict[MessageRef, _Candidate] = {}  # a message's rows, by its session and id
     for row in found.rows:
-        if row.message_id in search.skip or (row.text_hash == search.repeated
-                                             and search.now - row.said_at < JUST_POSTED_S):
+        said = MessageRef(row.session_id, row.message_id)
+        if said in search.skip or (row.text_hash == search.repeated and search.now - row.said_at < JUST_POSTED_S):
             continue
-        c = candidates.setdefault(row.message_id, _Candidate())
+        c = candidates.setdefault(said, _Candidate())
         c.rows.append(row)
         same_language = query_lang == row.lang or "mixed" in (query_lang, row.lang)
         c.keyword = max(c.keyword, keyword.get(row.event_id, 0.0)
@@ -254,13 +256,13 @@ def search_events(mneme: Mneme, tenant: str, user_id: str, search: Search) -> li
     best_sim = max((c.sim for c in candidates.values()), default=-1.0)
     best_keyword = max((c.keyword for c in candidates.values()), default=0.0)
     answered = best_sim >= s.recall_answer_similarity or best_keyword >= s.recall_answer_keyword
-    for message_id, c in candidates.items():
+    for said, c in candidates.items():
         parts = _score(c, search, s)
         if not parts["type_match"] and (not answered or (c.sim < s.recall_min_similarity
                                                          and c.keyword < s.recall_min_keyword)):
             continue  # the relevance floor: memory must answer the query, each hit match it, or be the kind asked
-        scored.append((parts["score"], message_id, c, parts))
-    scored.sort(key=lambda x: (-x[0], x[1]))
+        scored.append((parts["score"], said, c, parts))
+    scored.sort(key=lambda x: (-x[0], x[1].message_id, x[1].session_id or ""))
     return _hits(mneme, tenant, user_id, scored, search)
 
 
@@ -295,11 +297,12 @@ def _hits(mneme: Mneme, tenant: str, user_id: str, scored: list[Scored], search:
     """Best first, one hit per memory: rows of one message and messages merged into one event collapse."""
     hits: list[EventHit] = []
     owner: dict[str, EventHit] = {}  # event layer id → the hit that holds it
-    for score, message_id, c, parts in scored:
+    for score, (_, message_id), c, parts in scored:
         groups = {r.canonical_id or r.event_id for r in c.rows}
         held = next((owner[g] for g in groups if g in owner), None)
         if held is not None:  # another message of a memory already shown: listed with it when it matches as well
-            if len(held.message_ids) < SIBLINGS_SHOWN and score >= SIBLING_SCORE * held.score:
+            if (len(held.message_ids) < SIBLINGS_SHOWN and score >= SIBLING_SCORE * held.score
+                    and message_id not in held.message_ids):  # the same id of another session: listed once
                 held.message_ids.append(message_id)
             owner.update(dict.fromkeys(groups, held))
             continue

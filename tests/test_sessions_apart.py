@@ -52,3 +52,10 @@ def test_undoing_a_message_said_in_both_sessions_keeps_the_other_sessions_word(c
     assert after.rel_id == before.rel_id and after.confidence > 0.1  # session a's m1 still says it
     [event] = client.events(f"u{uid}").events  # session b's row is gone; a's holds the event alone
     assert (event.session_id, event.count, event.message_ids, event.summary) == (f"a{uid}", 1, ["m1"], "我喜欢物理")
+
+
+def test_recall_in_a_session_finds_what_another_session_said_under_the_same_id(client, uid):
+    """The question being answered now (session b's m1) is left out of recall; session a's m1 is the past."""
+    said_in_both(client, uid, "My sister's name is Lily, she lives in 杭州", "What is my sister's name?")
+    result = client.recall(user_id=f"u{uid}", query="What is my sister's name?", session_id=f"b{uid}")
+    assert [(e.session_id, e.message_ids) for e in result.events][:1] == [(f"a{uid}", ["m1"])]
