@@ -2,6 +2,7 @@
 
     python -m bench.recall_long                 (or `make bench-recall`): through the real API + workers
     python -m bench.recall_long --in-process    the same library calls without HTTP or Celery (for tuning)
+    python -m bench.recall_long --per-session-ids   Mneme fed ids numbered per session (m1, m2, … in each)
 
 Each query asks, after the whole history, about a specific said in it; a system returns ranked message
 ids; recall@k is the share of the query's gold messages among the first k ids. Baselines, run here on the
@@ -33,6 +34,37 @@ SWEEP = (100, 200, 500, 1000)
 DAY = 86400.0
 
 Ranked = dict[str, list[str]]  # query id → ranked message ids
+Named = Callable[[str, str], str]  # (session id, message id as fed) → the data's message id
+
+
+def as_fed(session_id: str, message_id: str) -> str:
+    return message_id
+
+
+def per_session_ids(users: list[dict]) -> tuple[list[dict], Named]:
+    """The users with their messages numbered per session, m1, m2, … in each, as many clients number them
+    (the data's ids are unique per user), and the way back to the data's ids. A hit names its session once:
+    a message merged into it from another session is looked up in the hit's (a miss if it is not there)."""
+    back: dict[tuple[str, str], str] = {}
+    out = []
+    for user in users:
+        sessions = []
+        for session in user["sessions"]:
+            msgs = []
+            for j, m in enumerate(session["messages"], start=1):
+                back[(session["session_id"], f"m{j}")] = m["message_id"]
+                msgs.append({**m, "message_id": f"m{j}"})
+            sessions.append({**session, "messages": msgs})
+        out.append({**user, "sessions": sessions})
+    return out, lambda session_id, message_id: back.get((session_id, message_id), message_id)
+
+
+def ranked_ids(events: Iterable, named: Named) -> list[str]:
+    """The message ids a recall's events name, in order, once each, as the data names them."""
+    ranked: list[str] = []
+    for event in events:
+        ranked += [m for m in (named(event.session_id, i) for i in event.message_ids) if m not in ranked]
+    return ranked
 
 
 # --- data ---------------------------------------------------------------------------------------------
@@ -153,7 +185,8 @@ class CachedEmbedder:
 
 # --- Mneme in process ---------------------------------------------------------------------------------
 
-def mneme_in_process(users: list[dict], queries: list[dict], embedder, data_dir: Path, env: dict) -> Ranked:
+def mneme_in_process(users: list[dict], queries: list[dict], embedder, data_dir: Path, env: dict,
+                     named: Named = as_fed) -> Ranked:
     """Feed every message through the same library stages the workers run (rules → embed → episodic
     store), then ask ``memory.recall``: no HTTP, no Celery, for fast tuning."""
     from memory.embedding import embed_in_context
@@ -194,11 +227,8 @@ def mneme_in_process(users: list[dict], queries: list[dict], embedder, data_dir:
         out = {}
         for q in queries:
             now = NOW - q.get("asked_at_days_ago", 0) * DAY
-            result = recall(mneme, "default", q["user_id"], q["query"], k=10, now=now)
-            ranked: list[str] = []
-            for event in result.events:
-                ranked += [m for m in event.message_ids if m not in ranked]
-            out[q["query_id"]] = ranked
+            out[q["query_id"]] = ranked_ids(recall(mneme, "default", q["user_id"], q["query"], k=10, now=now).events,
+                                            named)
         return out
     finally:
         stack.stop()
@@ -206,7 +236,8 @@ def mneme_in_process(users: list[dict], queries: list[dict], embedder, data_dir:
 
 # --- Mneme through the API and workers ------------------------------------------------------------------
 
-def mneme_stack(users: list[dict], queries: list[dict], data_dir: Path) -> tuple[Ranked, dict]:
+def mneme_stack(users: list[dict], queries: list[dict], data_dir: Path, named: Named = as_fed
+                ) -> tuple[Ranked, dict]:
     from mneme_client import MnemeClient
 
     from workers.local.stack import Stack, free_port
@@ -233,10 +264,7 @@ def mneme_stack(users: list[dict], queries: list[dict], data_dir: Path) -> tuple
                 t0 = time.perf_counter()
                 result = client.recall(user_id=q["user_id"], query=q["query"], k=10)
                 took.append((time.perf_counter() - t0) * 1000)
-                ranked: list[str] = []
-                for event in result.events:
-                    ranked += [m for m in event.message_ids if m not in ranked]
-                out[q["query_id"]] = ranked
+                out[q["query_id"]] = ranked_ids(result.events, named)
             return out, {"feed_messages_per_s": round(feed_rate, 1),
                          "recall_p50_ms": round(float(np.percentile(took, 50)), 2),
                          "recall_p95_ms": round(float(np.percentile(took, 95)), 2)}
@@ -279,6 +307,8 @@ def main() -> None:
     parser.add_argument("--no-sweep", action="store_true")
     parser.add_argument("--only-sweep", action="store_true")
     parser.add_argument("--env", action="append", default=[], help="MNEME_X=value for the Mneme run")
+    parser.add_argument("--per-session-ids", action="store_true",
+                        help="feed Mneme message ids numbered per session (m1, m2, … in each), not unique per user")
     args = parser.parse_args()
     from memory.embedding import USEEmbedder
 
@@ -291,10 +321,11 @@ def main() -> None:
 
     def run(us: list[dict], qs: list[dict]) -> tuple[dict[str, Ranked], dict]:
         runs = {"BM25 (all messages)": run_bm25(us, qs), "flat vector (all)": run_flat(us, qs, embedder.embed)}
+        fed, named = per_session_ids(us) if args.per_session_ids else (us, as_fed)
         with tempfile.TemporaryDirectory(prefix="mneme-long-") as tmp:
             if args.in_process:
-                return {**runs, "Mneme (in process)": mneme_in_process(us, qs, embedder, Path(tmp), env)}, {}
-            ranked, figures = mneme_stack(us, qs, Path(tmp))
+                return {**runs, "Mneme (in process)": mneme_in_process(fed, qs, embedder, Path(tmp), env, named)}, {}
+            ranked, figures = mneme_stack(fed, qs, Path(tmp), named)
             return {**runs, "Mneme (API+workers)": ranked}, figures
 
     n_msgs = [sum(len(s["messages"]) for s in u["sessions"]) for u in users]
@@ -317,6 +348,7 @@ def main() -> None:
     report["seconds"] = round(time.perf_counter() - started, 1)
     RESULTS.mkdir(exist_ok=True)
     name = ("recall_long_in_process" if args.in_process else "recall_long") + ("_sweep" if args.only_sweep else "")
+    name += "_per_session_ids" if args.per_session_ids else ""
     name += ".json"
     (RESULTS / name).write_text(json.dumps(report, indent=2, ensure_ascii=False))
 
