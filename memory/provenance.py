@@ -1,7 +1,8 @@
 """Which messages a memory came from, and a set of them to take back. A message id is its session's own — two
 sessions of one user may both number their messages m1, m2, … — so long-term memory names a message by its
-session and id. Where a row names no session (graph evidence written before it kept one, an id a merged
-event absorbed), it matches the id in any session: for a deletion, the reading that leaves nothing behind."""
+session and id. Where a row names no session (graph evidence written before it kept one, the record of a
+deletion that took back messages of several sessions at once), it matches the id in any session: for a
+deletion, the reading that leaves nothing behind."""
 
 from __future__ import annotations
 
@@ -51,4 +52,4 @@ class Messages:
         return bool(self._refs)
 
     def __iter__(self) -> Iterator[MessageRef]:
-        return iter(sorted(self._refs, key=lambda r: (r.session_id or "", r.message_id)))
+        return iter(self._refs)

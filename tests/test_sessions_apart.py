@@ -30,7 +30,7 @@ def summaries(client, uid):
 def test_the_same_message_id_in_two_sessions_is_two_messages(client, uid):
     said_in_both(client, uid, "我喜欢物理", "I like chemistry")
     assert {"物理", "chemistry"} <= beliefs(client, uid).keys()
-    assert summaries(client, uid) == ["I like chemistry", "我喜欢物理"]  # the second was taken for a redelivery
+    assert summaries(client, uid) == ["I like chemistry", "我喜欢物理"]  # once, b's was taken for a redelivery of a's
 
 
 def test_deleting_a_message_leaves_the_same_id_of_another_session(client, uid):
