@@ -240,27 +240,28 @@ def _kind(event: StoredEvent) -> tuple[EventType, Role, tuple[str, ...]]:
 def plan_retraction(rows: Sequence[StoredEvent], messages: Messages) -> RetractionPlan:
     """What retracting ``messages`` does to ``rows``: every row holding one of their ids in its message ids,
     and for each, its whole event (the row others point at and all that point at it). Written once. An id
-    leaves a row's message ids when a message of that id was retracted and no row kept was made from one
-    (a list names ids only: the same id of another session keeps it)."""
+    leaves a list of an event's when a message of that id was retracted and no row of the event kept was
+    made from one (a list names ids only: the same id of another session keeps it)."""
     by_id = {r.event_id: r for r in rows}
     plan = RetractionPlan(removed=[r.event_id for r in rows if messages.holds(r.session_id, r.message_id)])
     removed = set(plan.removed)
-    still = {r.message_id for r in rows if r.event_id not in removed}
-
-    def gone(message_id: str) -> bool:
-        return message_id not in still and messages.holds(None, message_id)
-
     events: dict[str, list[StoredEvent]] = {}
     for row in rows:
         events.setdefault(row.canonical_id or row.event_id, []).append(row)
+    still = {head_id: {r.message_id for r in members if r.event_id not in removed}
+             for head_id, members in events.items()}
+
+    def gone(message_id: str, row: StoredEvent) -> bool:
+        return message_id not in still[row.canonical_id or row.event_id] and messages.holds(None, message_id)
+
     for head_id, members in events.items():
         head = by_id.get(head_id)
         left = [r for r in members if r.event_id not in removed]
         if head is None or not left or (len(left) == len(members) and not any(
-                gone(m) for r in members for m in r.message_ids)):
+                gone(m, r) for r in members for m in r.message_ids)):
             continue
         heir = head if head_id not in removed else max(left, key=lambda r: (r.said_at, r.event_id))
-        kept = [m for m in head.message_ids if not gone(m) and m != heir.message_id]
+        kept = [m for m in head.message_ids if not gone(m, head) and m != heir.message_id]
         fields: dict[str, Any] = {"count": max(1, head.count - (len(members) - len(left))),
                                   "message_ids": [heir.message_id, *kept], "ts": max(r.said_at for r in left)}
         if heir is not head:
@@ -270,9 +271,9 @@ def plan_retraction(rows: Sequence[StoredEvent], messages: Messages) -> Retracti
                     plan.updates[row.event_id] = {"canonical_id": heir.event_id}
         plan.updates[heir.event_id] = fields
     for row in rows:  # a merged row that once absorbed others (over the cap) lists their ids too
-        if row.event_id not in removed and any(gone(m) for m in row.message_ids):
+        if row.event_id not in removed and any(gone(m, row) for m in row.message_ids):
             fields = plan.updates.setdefault(row.event_id, {})
-            fields.setdefault("message_ids", [m for m in row.message_ids if not gone(m)])
+            fields.setdefault("message_ids", [m for m in row.message_ids if not gone(m, row)])
     return plan
 
 
