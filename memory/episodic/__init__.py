@@ -189,7 +189,31 @@ def merged_confidence(a: float, b: float) -> float:
     return min(MAX_MERGED_CONFIDENCE, 1 - (1 - a) * (1 - b))
 
 
-def eviction_value(event: StoredEvent, now: float, count: int | None = None) -> tuple[int, bool, float]:
+class Standing(Protocol):
+    """What the cap weighs of a live event (``plan_overflow``): a ``StoredEvent`` is one, and an adapter may
+    read just these fields of its rows instead (a user at the cap has them all read for each batch)."""
+
+    @property
+    def event_id(self) -> str: ...
+    @property
+    def event_type(self) -> EventType: ...
+    @property
+    def role(self) -> Role: ...
+    @property
+    def purposes(self) -> Sequence[str]: ...
+    @property
+    def ts(self) -> float: ...
+    @property
+    def confidence(self) -> float: ...
+    @property
+    def weight(self) -> float: ...
+    @property
+    def noise(self) -> float: ...
+    @property
+    def count(self) -> int: ...
+
+
+def eviction_value(event: Standing, now: float, count: int | None = None) -> tuple[int, bool, float]:
     """What keeping an event in the event layer is worth: its type's rank first, then whether the user said
     it (the layer is a memory of the user; the assistant's replies stay findable in the deep tier), then
     its strength."""
@@ -199,7 +223,7 @@ def eviction_value(event: StoredEvent, now: float, count: int | None = None) -> 
     return TYPE_RANK.get(event.event_type, FACT_RANK), event.role == Role.user, strength
 
 
-def plan_overflow(live: Sequence[StoredEvent], vectors: np.ndarray, cap: int, threshold: float,
+def plan_overflow(live: Sequence[Standing], vectors: np.ndarray, cap: int, threshold: float,
                   now: float) -> list[tuple[str, str | None]]:
     """How to bring ``live`` down to ``cap``: ``(event_id, absorbed_into)`` steps in order, where
     ``absorbed_into`` is None for an event that leaves the layer. Written once; every adapter applies it."""
@@ -209,30 +233,42 @@ def plan_overflow(live: Sequence[StoredEvent], vectors: np.ndarray, cap: int, th
     counts = [e.count for e in live]
     values = [eviction_value(e, now) for e in live]
     alive = np.ones(len(live), dtype=bool)
-    codes = {kind: i for i, kind in enumerate(dict.fromkeys(_kind(e) for e in live))}
-    kinds = np.array([codes[_kind(e)] for e in live])
-    same_kind = np.equal.outer(kinds, kinds)
-    matrix = np.asarray(vectors, dtype=np.float32)
-    sims = matrix @ matrix.T
+    sims: np.ndarray | None = None  # computed when a step first looks for a pair (chit-chat goes without)
     steps: list[tuple[str, str | None]] = []
     for _ in range(over):
         candidates = np.flatnonzero(alive).tolist()
         chatter = [i for i in candidates if values[i][0] <= CHIT_CHAT_RANK]
-        pair = None if chatter else _most_similar_pair(sims, same_kind, alive, threshold)
+        pair = None
+        if not chatter:
+            sims = _similarities(live, vectors, alive) if sims is None else sims
+            pair = _most_similar_pair(sims, threshold)
         if pair is None:
-            doomed = min(chatter or candidates, key=lambda i: values[i])
-            steps.append((live[doomed].event_id, None))
-            alive[doomed] = False
-            continue
-        keep, gone = pair if values[pair[0]] >= values[pair[1]] else pair[::-1]
-        steps.append((live[gone].event_id, live[keep].event_id))
-        counts[keep] += counts[gone]
-        values[keep] = eviction_value(live[keep], now, counts[keep])
+            gone = min(chatter or candidates, key=lambda i: values[i])
+            steps.append((live[gone].event_id, None))
+        else:
+            keep, gone = pair if values[pair[0]] >= values[pair[1]] else pair[::-1]
+            steps.append((live[gone].event_id, live[keep].event_id))
+            counts[keep] += counts[gone]
+            values[keep] = eviction_value(live[keep], now, counts[keep])
         alive[gone] = False
+        if sims is not None:  # a row that left pairs with none
+            sims[gone, :] = sims[:, gone] = -np.inf
     return steps
 
 
-def _kind(event: StoredEvent) -> tuple[EventType, Role, tuple[str, ...]]:
+def _similarities(live: Sequence[Standing], vectors: np.ndarray, alive: np.ndarray) -> np.ndarray:
+    """Cosine of each pair of live events that may merge (one kind, both still in the layer); -inf for every
+    other pair and an event with itself."""
+    codes: dict[tuple[EventType, Role, tuple[str, ...]], int] = {}
+    kinds = np.array([codes.setdefault(_kind(e), len(codes)) for e in live])
+    matrix = np.asarray(vectors, dtype=np.float32)
+    sims = matrix @ matrix.T
+    sims[~(np.equal.outer(kinds, kinds) & alive[:, None] & alive[None, :])] = -np.inf
+    np.fill_diagonal(sims, -np.inf)
+    return sims
+
+
+def _kind(event: Standing) -> tuple[EventType, Role, tuple[str, ...]]:
     """Events merge only with their kind: one type, one role, collected under the same purposes."""
     return event.event_type, event.role, tuple(sorted(set(event.purposes)))
 
@@ -277,11 +313,7 @@ def plan_retraction(rows: Sequence[StoredEvent], messages: Messages) -> Retracti
     return plan
 
 
-def _most_similar_pair(sims: np.ndarray, same_kind: np.ndarray, alive: np.ndarray,
-                       threshold: float) -> tuple[int, int] | None:
-    mask = same_kind & alive[:, None] & alive[None, :]
-    np.fill_diagonal(mask, False)
-    masked = np.where(mask, sims, -np.inf)
-    best = int(np.argmax(masked))
-    a, b = divmod(best, len(alive))
-    return (a, b) if masked[a, b] >= threshold else None
+def _most_similar_pair(sims: np.ndarray, threshold: float) -> tuple[int, int] | None:
+    best = int(np.argmax(sims))
+    a, b = divmod(best, len(sims))
+    return (a, b) if sims[a, b] >= threshold else None

@@ -10,12 +10,14 @@ full-text index, which needs integers."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sqlite3
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +38,7 @@ from memory.episodic import (
     plan_overflow,
     plan_retraction,
 )
-from memory.models import EventType
+from memory.models import EventType, Role
 from memory.provenance import Messages
 from memory.settings import Settings
 from memory.sqlite import SQLiteFile, sqlite_path
@@ -84,6 +86,8 @@ CREATE TABLE IF NOT EXISTS vectors (
     purposes TEXT NOT NULL DEFAULT '["*"]',
     PRIMARY KEY (tenant, user_id, event_id)
 ) WITHOUT ROWID;
+-- a user's live rows without their history (merge candidates, the cap): a long-term user holds thousands of rows
+CREATE INDEX IF NOT EXISTS vectors_by_status ON vectors (tenant, user_id, status, event_type);
 """
 #: Columns a file written by an earlier version lacks, added when it is opened (what it held was collected
 #: before purposes were recorded: ``memory.purposes.ANY``).
@@ -371,6 +375,33 @@ class SQLiteEpisodicStore:
         self._db.run(lambda c: c.execute("SELECT 1").fetchone())
 
 
+_TYPES, _ROLES = {t.value: t for t in EventType}, {r.value: r for r in Role}
+
+
+@dataclass(frozen=True, slots=True)
+class _Live:
+    """What the cap weighs of a live row (``memory.episodic.Standing``), read without the rest of it: a user at
+    the cap has every live row read for each batch that adds to it (parsed into whole ``StoredEvent``s, they
+    were about half of what an event added at the cap cost)."""
+
+    event_id: str
+    event_type: EventType
+    role: Role
+    purposes: list[str]
+    ts: float
+    confidence: float
+    weight: float
+    noise: float
+    count: int
+
+    @classmethod
+    def of(cls, rows: Sequence[tuple[Any, ...]]) -> list[_Live]:
+        """Rows of these fields, in this order (anything after them ignored)."""
+        parsed = {text: json.loads(text) for text in {r[3] for r in rows}}  # a user's rows share a few lists
+        return [cls(r[0], _TYPES[r[1]], _ROLES[r[2]], parsed[r[3]], r[4], r[5], r[6], r[7], r[8]) for r in rows]
+
+
+_LIVE_FIELDS = tuple(f.name for f in dataclasses.fields(_Live))
 _Kind = tuple[str, str, EventType, str, str]  # tenant, user, type, role, purposes: what may merge with what
 _Candidates = tuple[list[str], list[np.ndarray]]  # the live events of a kind, their vectors in blocks of rows
 
@@ -388,8 +419,7 @@ def _add_one(conn: sqlite3.Connection, event: StoredEvent, kind: _Kind, vector: 
         report.known.append(event.event_id)
         return
     if kind not in candidates:
-        ids, matrix = _vectors(conn, event.tenant, event.user_id, [event.event_type], (LIVE,),
-                               role=event.role.value, recorded=kind[-1])
+        ids, matrix = _merge_candidates(conn, kind)
         candidates[kind] = (ids, [matrix] if ids else [])
     ids, blocks = candidates[kind]
     if ids:
@@ -446,9 +476,11 @@ def _enforce_cap(conn: sqlite3.Connection, tenant: str, user_id: str, cap: int, 
                         (tenant, user_id)).fetchone()[0]
     if live <= cap:
         return
-    rows = conn.execute(f"SELECT {_qualified('e')}, v.embedding FROM events e {_VECTOR_JOIN} WHERE e.tenant = ? "
-                        f"AND e.user_id = ? AND e.status = '{LIVE}' ORDER BY e.doc", (tenant, user_id)).fetchall()
-    events = [_event(r[:-1]) for r in rows]
+    rows = conn.execute(f"SELECT {_qualified('e', _LIVE_FIELDS)}, v.embedding FROM events e INDEXED BY "
+                        f"events_by_user {_VECTOR_JOIN} "
+                        f"WHERE e.tenant = ? AND e.user_id = ? AND e.status = '{LIVE}' ORDER BY e.doc",
+                        (tenant, user_id)).fetchall()
+    events = _Live.of(rows)
     vectors = np.frombuffer(b"".join(r[-1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
     by_id = {e.event_id: e for e in events}
     now, user = time.time(), (tenant, user_id)
@@ -471,26 +503,29 @@ def _enforce_cap(conn: sqlite3.Connection, tenant: str, user_id: str, cap: int, 
 
 
 def _vectors(conn: sqlite3.Connection, tenant: str, user_id: str, types: Collection[EventType] | None,
-             statuses: Collection[str], role: str | None = None, recorded: str | None = None,
-             serving: Collection[str] | None = None) -> tuple[list[str], np.ndarray]:
-    """The vectors of a user's rows of these types and statuses; of one role and recorded under exactly
-    ``recorded`` purposes (a merge's candidates), or serving one of ``serving`` (a search's)."""
+             statuses: Collection[str], serving: Collection[str] | None) -> tuple[list[str], np.ndarray]:
+    """The vectors of a user's rows of these types and statuses serving one of ``serving`` (a search's)."""
     type_sql, args = _type_filter(types)
     status_sql, status_args = _status_filter(statuses)
-    if role:
-        type_sql += " AND e.role = ?"
-        args.append(role)
-    if recorded is not None:
-        type_sql += " AND e.purposes = ?"
-        args.append(recorded)
     serving_sql, serving_args = _purpose_filter(serving)
-    rows = conn.execute(f"SELECT event_id, embedding FROM vectors e WHERE tenant = ? AND user_id = ? "
-                        f"{status_sql} {type_sql} {serving_sql}",
-                        (tenant, user_id, *status_args, *args, *serving_args)).fetchall()
+    return _matrix(conn.execute(f"SELECT event_id, embedding FROM vectors e WHERE tenant = ? AND user_id = ? "
+                                f"{status_sql} {type_sql} {serving_sql}",
+                                (tenant, user_id, *status_args, *args, *serving_args)).fetchall())
+
+
+def _merge_candidates(conn: sqlite3.Connection, kind: _Kind) -> tuple[list[str], np.ndarray]:
+    """The live events an event of this kind may merge with (one user, type and role, recorded under the same
+    purposes), and their vectors: read through the live rows' index, not the user's whole history."""
+    tenant, user_id, event_type, role, recorded = kind
+    return _matrix(conn.execute(f"SELECT event_id, embedding FROM vectors INDEXED BY vectors_by_status WHERE "
+                                f"tenant = ? AND user_id = ? AND status = '{LIVE}' AND event_type = ? AND role = ? "
+                                f"AND purposes = ?", (tenant, user_id, event_type.value, role, recorded)).fetchall())
+
+
+def _matrix(rows: list[tuple[str, bytes]]) -> tuple[list[str], np.ndarray]:
     if not rows:
         return [], np.zeros((0, 0), dtype=np.float32)
-    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-    return [r[0] for r in rows], matrix
+    return [r[0] for r in rows], np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
 
 
 def _bm25(wanted: list[str], rows: list[_Matched], texts: int, avg_length: float) -> list[tuple[str, float]]:
@@ -523,8 +558,8 @@ def _set_status(conn: sqlite3.Connection, tenant: str, user_id: str, event_ids: 
                  (status, tenant, user_id, *event_ids))
 
 
-def _qualified(alias: str) -> str:
-    return ", ".join(f"{alias}.{f}" for f in _FIELDS)
+def _qualified(alias: str, fields: Sequence[str] = _FIELDS) -> str:
+    return ", ".join(f"{alias}.{f}" for f in fields)
 
 
 def _status_filter(statuses: Collection[str]) -> tuple[str, list[str]]:
