@@ -4,6 +4,7 @@ import sqlite3
 
 import pytest
 
+from memory.episodic import sqlite as adapter
 from memory.episodic.sqlite import SQLiteEpisodicStore
 from memory.purposes import ANY
 from tests.episodic_contract import EpisodicContract, FreshIds, T, rows, tok, unit
@@ -12,6 +13,16 @@ from tests.episodic_contract import EpisodicContract, FreshIds, T, rows, tok, un
 class TestSQLiteEpisodic(EpisodicContract):
     @pytest.fixture
     def store(self, tmp_path):
+        return SQLiteEpisodicStore(tmp_path / "episodic.db")
+
+
+class TestSQLiteEpisodicReadInChunks(EpisodicContract):
+    """The same contract with a vector search reading two rows at a time (as a long-term user's thousands are
+    read, ``SEARCH_CHUNK`` at a time): the best rows are found whichever chunk holds them."""
+
+    @pytest.fixture
+    def store(self, tmp_path, monkeypatch):
+        monkeypatch.setattr(adapter, "SEARCH_CHUNK", 2)
         return SQLiteEpisodicStore(tmp_path / "episodic.db")
 
 
