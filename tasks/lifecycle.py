@@ -8,9 +8,10 @@ copy of the library; scale by starting more of them), so a worker that dies take
   (:func:`put_back_expired`). A node name must be unique while it runs, as Celery requires anyway.
 - A worker busy with a batch does not read its socket, yet its pending BRPOP may already have taken a message
   from its queue: killed then, the message was in neither a queue nor its hash. So a worker that starts also
-  re-sends the jobs accepted more than a second ago that no queue, worker or tenant's line holds
-  (``memory.redrive``'s check, at once instead of after ``MNEME_REDRIVE_AFTER_S``: ``tasks.maintenance``). A job
-  seen between two holders at that moment is sent twice, which the stages' idempotence makes harmless.
+  re-sends the jobs accepted more than a second ago that no queue, worker or tenant's line holds, and looks again
+  a second later (``memory.redrive``'s check, at once instead of after ``MNEME_REDRIVE_AFTER_S``:
+  ``tasks.maintenance``). A job seen between two holders at that moment is sent twice, which the stages'
+  idempotence makes harmless.
 - The embed worker loads its model before it takes work (``MNEME_PRELOAD_EMBEDDER``), not the segmenter.
 - Beat can run as a thread inside a worker (``MNEME_EMBEDDED_BEAT``): the local stack's pipeline worker does,
   one process fewer. Only one process of a deployment may run beat.

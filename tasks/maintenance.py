@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -74,12 +75,22 @@ LOST_AFTER_S = 1.0  # longer than a job spends between holders (an API's send in
 
 @signals.worker_ready.connect
 def _resend_lost(sender: Any = None, **_: object) -> None:
-    """A worker that starts re-sends at once the jobs no queue, worker or tenant's line holds: what a worker
-    killed busy had taken by BRPOP (``tasks.lifecycle``; it put back what it held before this runs)."""
+    """A worker that starts re-sends the jobs no queue, worker or tenant's line holds: what a worker killed busy
+    had taken by BRPOP (``tasks.lifecycle``; it put back what it held before this runs). It looks twice: at once,
+    and ``LOST_AFTER_S`` later for the jobs accepted in the second before it started (younger than that, a job
+    may still be between holders, so the first look leaves it; restarted within that second, a worker left such
+    jobs to ``memory.redrive``, minutes later)."""
     if sender is None:
         return
+    _resend_lost_jobs(sender.app)
+    later = threading.Timer(LOST_AFTER_S, _resend_lost_jobs, args=(sender.app,))
+    later.daemon = True  # a worker shutting down does not wait for it
+    later.start()
+
+
+def _resend_lost_jobs(app: Celery) -> None:
     try:
-        lost = lost_jobs(get_mneme(), sender.app, REDRIVE_LIMIT, LOST_AFTER_S)["job_ids"]
+        lost = lost_jobs(get_mneme(), app, REDRIVE_LIMIT, LOST_AFTER_S)["job_ids"]
         resend(lost)
     except TransientError:
         log.warning("could not look for lost jobs at start; memory.redrive will", exc_info=True)
