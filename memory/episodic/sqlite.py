@@ -486,7 +486,7 @@ def _enforce_cap(conn: sqlite3.Connection, tenant: str, user_id: str, cap: int, 
                         f"WHERE e.tenant = ? AND e.user_id = ? AND e.status = '{LIVE}' ORDER BY e.doc",
                         (tenant, user_id)).fetchall()
     events = _Live.of(rows)
-    vectors = np.frombuffer(b"".join(r[-1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    vectors = _stacked([r[-1] for r in rows])
     by_id = {e.event_id: e for e in events}
     now, user = time.time(), (tenant, user_id)
     for event_id, into in plan_overflow(events, vectors, cap, threshold, now):
@@ -532,7 +532,12 @@ def _merge_candidates(conn: sqlite3.Connection, kind: _Kind) -> tuple[list[str],
 def _matrix(rows: list[tuple[str, bytes]]) -> tuple[list[str], np.ndarray]:
     if not rows:
         return [], np.zeros((0, 0), dtype=np.float32)
-    return [r[0] for r in rows], np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    return [r[0] for r in rows], _stacked([r[1] for r in rows])
+
+
+def _stacked(blobs: list[bytes]) -> np.ndarray:
+    """Stored float32 vectors as the rows of one matrix."""
+    return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
 
 
 def _bm25(wanted: list[str], rows: list[_Matched], texts: int, avg_length: float) -> list[tuple[str, float]]:
