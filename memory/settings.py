@@ -115,7 +115,8 @@ class Settings(BaseSettings):
     # --- episodic memory ---------------------------------------------------------------------
     merge_threshold: float = Field(0.9, gt=0, le=1, description="Cosine at which same-type events merge.")
     events_cap: int = Field(200, ge=1, description="Live events per user in the event layer; over it, events are "
-                                                   "consolidated or moved to the deep tier (never deleted).")
+                                                   "consolidated or moved to the deep tier (never deleted) until a "
+                                                   "tenth below it.")
     consolidate_threshold: float = Field(0.8, gt=0, le=1, description="Cosine at which live events of one type "
                                                                       "merge when the layer is over the cap.")
 

@@ -14,7 +14,8 @@ Contract of ``add`` (one user's events, idempotent under redelivery):
   an event's purposes stay its messages'), whose vector has cosine ≥ ``merge_threshold`` absorbs it: count
   + its count, confidence ``1 - (1-a)(1-b)`` (at most 0.99), message ids united, latest ts; the new row
   is kept as ``merged`` with ``canonical_id`` naming the absorbing event;
-- else it is inserted live; then, while the user has more than ``cap`` live events (``plan_overflow``):
+- else it is inserted live; then, if the user has more than ``cap`` live events, until they have
+  ``cap_floor(cap)`` (a tenth fewer, so the layer is not weighed again at each event; ``plan_overflow``):
   chit-chat (greetings, small talk, thanks) leaves the event layer first, lowest value first; then the
   most similar pair of live events of one type, role and purposes (cosine ≥ ``consolidate_threshold``)
   merges into the one worth more; then the lowest-value event leaves. Leaving means ``evicted``: kept, reported, and
@@ -223,13 +224,21 @@ def eviction_value(event: Standing, now: float, count: int | None = None) -> tup
     return TYPE_RANK.get(event.event_type, FACT_RANK), event.role == Role.user, strength
 
 
+def cap_floor(cap: int) -> int:
+    """Where an overflow takes a user's event layer: a tenth below the cap (180 of 200; the cap itself under
+    10). A user at the cap then has their layer read and weighed once every ~20 events instead of at each one,
+    which was most of what an event added at the cap cost (``python -m bench.episodic_add``)."""
+    return cap - cap // 10
+
+
 def plan_overflow(live: Sequence[Standing], vectors: np.ndarray, cap: int, threshold: float,
                   now: float) -> list[tuple[str, str | None]]:
-    """How to bring ``live`` down to ``cap``: ``(event_id, absorbed_into)`` steps in order, where
-    ``absorbed_into`` is None for an event that leaves the layer. Written once; every adapter applies it."""
-    over = len(live) - cap
-    if over <= 0:
+    """How to bring ``live``, once over ``cap``, down to ``cap_floor(cap)``: ``(event_id, absorbed_into)``
+    steps in order, where ``absorbed_into`` is None for an event that leaves the layer. Written once; every
+    adapter applies it."""
+    if len(live) <= cap:
         return []
+    over = len(live) - cap_floor(cap)
     counts = [e.count for e in live]
     values = [eviction_value(e, now) for e in live]
     alive = np.ones(len(live), dtype=bool)

@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from memory.archive import ColdStore, archive_day, decode, encode, user_prefix
-from memory.episodic import ALL_STATUSES, AddReport, EpisodicStore, StoredEvent
+from memory.episodic import ALL_STATUSES, AddReport, EpisodicStore, StoredEvent, cap_floor
 from memory.models import EventType
 from memory.progress import Tick
 from memory.purposes import ANY, Grants
@@ -159,12 +159,13 @@ class Maintenance:
     # --- compaction -------------------------------------------------------------------------------------
     def compact_user(self, tenant: str, user_id: str, report: Report, now: float) -> None:
         """Hold every user to ``events_cap`` live events (e.g. after the cap was lowered) the way ``add``
-        does: consolidated or moved to the deep tier, never deleted; evictions are reported for the audit."""
+        does: a user over it is taken down to ``cap_floor``, consolidated or moved to the deep tier, never
+        deleted; evictions are reported for the audit."""
         s = self._settings
-        over = self._store.live_count(tenant, user_id) - s.events_cap
-        if over <= 0:
+        live = self._store.live_count(tenant, user_id)
+        if live <= s.events_cap:
             return
-        report.events += over
+        report.events += live - cap_floor(s.events_cap)
         if not report.dry_run:
             done = self._store.consolidate(tenant, user_id, s.events_cap, s.consolidate_threshold)
             report.layer.evicted += done.evicted
