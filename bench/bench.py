@@ -165,7 +165,10 @@ def notes(r: dict) -> list[str]:
         out.append(f"end to end: {e['messages']} messages (each text made unique by a ' #i' suffix) POSTed on 16 "
                    f"keep-alive connections (the API bench's minimal client), done = every job "
                    f"state done; raw baseline: USEEmbedder(threads=1) on the same texts in batches of 32 (best of "
-                   f"2); CPU ms per message by process: {e['cpu_seconds_per_process']} / {e['messages']}")
+                   f"2); CPU ms per message by process: {e['cpu_seconds_per_process']} / {e['messages']}"
+                   + (f"; past the cap: {p['users']} users of their own fed {p['fed_first']} messages through the "
+                      f"pipeline first (each over the event layer's cap), then a backlog of {p['messages']} of theirs "
+                      f"drained" if (p := e.get("past_the_cap")) else ""))
     if "api" in r:
         a = r["api"]
         out.append(f"API load: {a['generator']}; {a['api_workers']} uvicorn workers; the stack's Celery workers "

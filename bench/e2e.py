@@ -1,5 +1,6 @@
 """End to end: messages/s from POST /v1/messages until every job is done, against the raw embedder on the same
-texts; the pipeline alone (a drained backlog) and 32 messages a POST beside it (``e2e`` of ``bench.bench``)."""
+texts; the pipeline alone (a drained backlog), 32 messages a POST, and the pipeline alone for users past the event
+layer's cap (the bench's other users are new ones) beside it (``e2e`` of ``bench.bench``)."""
 
 from __future__ import annotations
 
@@ -60,9 +61,19 @@ def bench_e2e(stack: Stack, n: int) -> dict:
                              for i in range(n)])
     batched = _batched(stack, [message_body(2 * n + i, unique(2 * n + i)[1], unique(2 * n + i)[0], 40, 25,
                                              ts + 2 * n + i) for i in range(n)], BATCHED)
+
+    def long_term(i: int) -> dict:  # users of their own, past the cap once the first messages are through
+        body = message_body(i, unique(i)[1], unique(i)[0], LONG_TERM_USERS, 25, ts + i)
+        return body | {"user_id": "long-" + body["user_id"], "session_id": "long-" + body["session_id"]}
+
+    fed = LONG_TERM_USERS * (stack.settings.events_cap + 30)  # each user's layer full, then over the cap
+    _drain(stack, [long_term(3 * n + i) for i in range(fed)])
+    past_cap = _drain(stack, [long_term(3 * n + fed + i) for i in range(n)])
     return {
         "pipeline_alone": drained | {"ratio": drained["messages_per_s"] / raw_rate},
         "batched": batched | {"ratio": batched["messages_per_s"] / raw_rate},
+        "past_the_cap": past_cap | {"ratio": past_cap["messages_per_s"] / raw_rate, "users": LONG_TERM_USERS,
+                                    "fed_first": fed},
         "messages": n, "enqueue_seconds": enqueued, "all_done_seconds": elapsed,
         "mneme_messages_per_s": n / elapsed, "raw_embedder_sentences_per_s": raw_rate,
         "ratio": n / elapsed / raw_rate, "failed_jobs": sum(s == "failed" for s in states.values()),
@@ -74,6 +85,7 @@ def bench_e2e(stack: Stack, n: int) -> dict:
 
 
 BATCHED = 32  # messages a POST /v1/messages/batch in the batched end to end
+LONG_TERM_USERS = 16  # the pipeline alone for users past the event layer's cap, as every long-term user is
 
 
 def _batched(stack: Stack, bodies: list[dict], per: int) -> dict:

@@ -135,6 +135,9 @@ def _e2e(e: dict) -> list[Row]:
            row("    its API's CPU per message", "{:.2f} ms", batched["cpu_ms_per_message_by_process"].get("api"),
                LOWER, show("{:.2f} ms", div(e["cpu_seconds_per_process"].get("api"), e["messages"] / 1000)))]
           if (batched := e.get("batched")) else []),
+        *([row(f"  the pipeline alone, {past['users']} users past the event layer's cap", "{:.0f} msg/s",
+               past["messages_per_s"], HIGHER, show("{:.0f} sent/s", raw), show("{:.2f}x", past["ratio"]))]
+          if (past := e.get("past_the_cap")) else []),
     ]
 
 
