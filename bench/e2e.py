@@ -85,7 +85,7 @@ def bench_e2e(stack: Stack, n: int) -> dict:
 
 
 BATCHED = 32  # messages a POST /v1/messages/batch in the batched end to end
-LONG_TERM_USERS = 16  # the pipeline alone for users past the event layer's cap, as every long-term user is
+LONG_TERM_USERS = 16  # users fed past the event layer's cap before their drain is measured (a long-term user is)
 
 
 def _batched(stack: Stack, bodies: list[dict], per: int) -> dict:

@@ -290,12 +290,13 @@ class EpisodicContract:
             assert ids.names(e for e, _ in store.keyword_search(T, ids("u"), [tok(f"w{i}")], None, 5)) == [f"e{i}"]
 
     def test_an_overflow_frees_a_tenth_of_the_layer_so_the_next_events_go_in_unweighed(self, store, ids):
+        rng = np.random.default_rng(3)
+
         def add(names, cap=20):
             vectors = rng.normal(size=(len(names), DIM)).astype(np.float32)
             return store.add([self.event(ids, n, kind=EventType.statement, ts=time.time()) for n in names],
                              vectors / np.linalg.norm(vectors, axis=1, keepdims=True), 0.999, cap, 0.999)
 
-        rng = np.random.default_rng(3)
         assert not add([f"e{i}" for i in range(20)]).evicted and store.live_count(T, ids("u")) == 20
         assert len(add(["e20"]).evicted) == 3 and store.live_count(T, ids("u")) == 18  # 21 → cap_floor(20)
         assert not add(["e21", "e22"]).evicted and store.live_count(T, ids("u")) == 20  # room: none weighed
