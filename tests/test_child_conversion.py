@@ -158,6 +158,23 @@ def test_setting_child_mode_brings_what_is_held_under_child_rules(stack, runtime
     assert client.profile(user).beliefs == [] and client.messages(a).messages[-1].content == f"我喜欢{zh}画画"
 
 
+def test_a_session_started_after_the_user_became_a_child_never_holds_their_text_in_plaintext(stack, runtime, client,
+                                                                                           uid):
+    """A session's first message is sealed before it is stored, not after: the user's policy is read for it each
+    time (a flag remembered from their last session would store it in plaintext first, in Redis's append-only
+    file too, and seal it only after the check that follows a session's start)."""
+    user, (zh, en) = f"grown{uid}", markers(uid)
+    client.wait(say(client, user, f"{user}-a", [("user", "你好 hello")]))  # an adult's session
+    set_child(stack, user)
+    text = f"我叫王{zh}, my name is {en}"
+    say(client, user, f"{user}-b", [("user", text)])
+    leaks = {k: v for k, v in redis_values(runtime).items() if any(zh in x or en in x for x in v)}
+    assert leaks == {}
+    assert files_holding(stack.data_dir, [zh, en]) == []  # Redis writes its append-only file before it answers
+    assert any("enc:v1:" in v for v in session_values(runtime, f"{user}-b"))
+    assert [m.content for m in client.messages(f"{user}-b").messages] == [text]
+
+
 def test_appends_racing_the_conversion_are_all_kept_and_sealed(stack, runtime, client, uid):
     user, (zh, _) = f"race{uid}", markers(uid)
     session = f"{user}-s"
