@@ -231,14 +231,19 @@ def cap_floor(cap: int) -> int:
     return cap - cap // 10
 
 
+def overflow(live: int, cap: int) -> int:
+    """How many events an overflow takes out of a layer of ``live`` live events: none at or below ``cap``,
+    else down to ``cap_floor(cap)`` (``plan_overflow`` plans that many steps)."""
+    return live - cap_floor(cap) if live > cap else 0
+
+
 def plan_overflow(live: Sequence[Standing], vectors: np.ndarray, cap: int, threshold: float,
                   now: float) -> list[tuple[str, str | None]]:
     """How to bring ``live``, once over ``cap``, down to ``cap_floor(cap)``: ``(event_id, absorbed_into)``
     steps in order, where ``absorbed_into`` is None for an event that leaves the layer. Written once; every
     adapter applies it."""
-    if len(live) <= cap:
+    if not (over := overflow(len(live), cap)):
         return []
-    over = len(live) - cap_floor(cap)
     counts = [e.count for e in live]
     values = [eviction_value(e, now) for e in live]
     alive = np.ones(len(live), dtype=bool)

@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from memory.archive import ColdStore, archive_day, decode, encode, user_prefix
-from memory.episodic import ALL_STATUSES, AddReport, EpisodicStore, StoredEvent, cap_floor
+from memory.episodic import ALL_STATUSES, AddReport, EpisodicStore, StoredEvent, overflow
 from memory.models import EventType
 from memory.progress import Tick
 from memory.purposes import ANY, Grants
@@ -162,10 +162,10 @@ class Maintenance:
         does: a user over it is taken down to ``cap_floor``, consolidated or moved to the deep tier, never
         deleted; evictions are reported for the audit."""
         s = self._settings
-        live = self._store.live_count(tenant, user_id)
-        if live <= s.events_cap:
+        over = overflow(self._store.live_count(tenant, user_id), s.events_cap)
+        if not over:
             return
-        report.events += live - cap_floor(s.events_cap)
+        report.events += over
         if not report.dry_run:
             done = self._store.consolidate(tenant, user_id, s.events_cap, s.consolidate_threshold)
             report.layer.evicted += done.evicted
