@@ -8,7 +8,11 @@ start a server: a test that tries fails, naming the mark it lacks. ``make test``
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import uuid
+from pathlib import Path
 
 import pytest
 from mneme_client import MnemeClient
@@ -56,6 +60,41 @@ def stack(tmp_path_factory):
     with running_stack(tmp_path_factory, "stack", MNEME_WINDOW_SIZE="50", MNEME_VERSIONS_KEPT="20",
                        MNEME_CONSENT_REQUIRED="false", MNEME_RECALL_LAYER_TIMEOUT_S="10") as s:
         yield s
+
+
+@pytest.fixture(autouse=True)
+def _shared_stack_survives(request):
+    """A process of the shared stack that died during a test fails that test, with the end of its log and the
+    machine's state, and is started again: the tests after it stand alone instead of failing one by one."""
+    yield
+    if "stack" not in request.fixturenames:
+        return
+    stack = request.getfixturevalue("stack")
+    dead = {name: proc.returncode for name, proc in stack.procs.items() if proc.poll() is not None}
+    if not dead:
+        return
+    logs = "\n".join(f"--- {name} (exit {code}):\n{stack.tail(name, 15)}" for name, code in dead.items())
+    message = f"the shared stack's {', '.join(dead)} exited during this test ({machine_state()})"
+    stack.revive()
+    try:
+        stack.wait_ready(wait_embedder=False)
+    except (RuntimeError, TimeoutError) as exc:
+        message += f"; starting it again failed: {exc}"
+    pytest.fail(f"{message}\n{logs}", pytrace=False)
+
+
+def machine_state() -> str:
+    """What a failure on a busy or full machine needs to be told apart from a bug: free disk, load, memory."""
+    disk = shutil.disk_usage(tempfile.gettempdir())
+    meminfo = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+    available = int(meminfo["MemAvailable"].split()[0]) / 2**20  # kB
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    return (f"free disk {disk.free / 2**30:.1f} GiB of {disk.total / 2**30:.0f}, load {load}, "
+            f"memory available {available:.1f} GiB")
+
+
+def pytest_report_header() -> str:
+    return f"machine: {machine_state()}"
 
 
 @pytest.fixture(scope="session")

@@ -3,21 +3,47 @@ data dir on free ports, with the given MNEME_* settings, stopped afterwards."""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from workers.local.stack import Stack, free_port
+
+#: One copy of the embedder's token table for the stacks of every test run: a data dir's first start writes the
+#: table (63 MB) into its ``models/``, ~1 GB over a run's stacks on a CI disk that may have little room.
+MODELS = Path(tempfile.gettempdir()) / f"mneme-test-models-{os.getuid()}"
 
 
 @contextmanager
 def running_stack(tmp_path_factory, name: str, flower: bool = False, **env: str) -> Iterator[Stack]:
     stack = Stack(tmp_path_factory.mktemp(name), api_port=free_port(), flower_port=free_port(), beat=False,
                   flower=flower, env={"MNEME_REDIS_URL": "", **env})
-    stack.start()
-    try:
-        yield stack
+    try:  # a stack that fails to start still has processes to stop
+        yield started(stack)
     finally:
         stack.stop()
+
+
+def started(stack: Stack) -> Stack:
+    """``stack`` started with the embedder's token table linked from the tests' one copy (which is this stack's
+    own the first time)."""
+    _link_tables(MODELS, stack.data_dir / "models")
+    stack.start()
+    _link_tables(stack.data_dir / "models", MODELS)
+    return stack
+
+
+def _link_tables(source: Path, target: Path) -> None:
+    for table in source.glob("usem3-table-*"):
+        if table.suffix == ".tmp":  # being written
+            continue
+        target.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            os.link(table, target / table.name)  # the table is replaced whole, never written in place
+        except OSError:  # there already, or another file system: this stack keeps a copy of its own
+            pass
 
 
 @contextmanager

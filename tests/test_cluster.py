@@ -21,6 +21,7 @@ from memory import ids
 from memory.mneme import Mneme
 from memory.state import keys
 from tests.polling import wait_until
+from tests.stacks import started
 from workers.local.cluster import LocalCluster, LocalNode
 from workers.local.stack import Stack, free_port
 
@@ -46,7 +47,7 @@ def cstack(tmp_path_factory, cluster) -> Iterator[Stack]:
                        "MNEME_BROKER_REDIS_URL": broker.env["MNEME_REDIS_URL"], "MNEME_CONSENT_REQUIRED": "false",
                        "MNEME_TASK_MAX_RETRIES": "12", "MNEME_REDRIVE_AFTER_S": str(REDRIVE_AFTER_S)})
     try:
-        stack.start()
+        started(stack)
         yield stack
     finally:
         stack.stop()

@@ -56,7 +56,7 @@ from memory.text import clean
 from tasks.maintenance import lost_jobs
 from tests.accepted import reopen_job, write_job
 from tests.polling import wait_until
-from tests.stacks import restarted
+from tests.stacks import restarted, started
 from workers.celery_app import create_celery
 from workers.local.stack import Stack, free_port
 
@@ -124,7 +124,7 @@ def fstack(tmp_path_factory) -> Iterator[Stack]:
                    # a healthy layer must answer inside the deadline on a busy 2-core box too (2 s, the
                    # default, was missed once under CI load); outages still last well past it (OUTAGE_S)
                    "MNEME_RECALL_LAYER_TIMEOUT_S": "5"})
-    s.start()
+    started(s)
     yield s
     s.stop()
 

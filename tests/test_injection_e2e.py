@@ -47,6 +47,7 @@ import neo4j
 import pytest
 
 from tests.bolt_server import USER, BoltServer
+from tests.stacks import started
 from workers.local.stack import Stack, free_port
 
 RUN = uuid.uuid4().hex[:6]
@@ -152,7 +153,7 @@ def graph_stack(tmp_path_factory, bolt_server):
     s = Stack(tmp_path_factory.mktemp("injection-stack"), api_port=free_port(), beat=False, flower=False,
               env={"MNEME_REDIS_URL": "", "MNEME_CONSENT_REQUIRED": "false", "MNEME_GRAPH_URL": bolt_server.url})
     try:  # a stack that fails to start still has processes to stop
-        s.start()
+        started(s)
         yield s
     finally:
         s.stop()
