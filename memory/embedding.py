@@ -142,6 +142,9 @@ class USEEmbedder:
         return normalised
 
 
+TABLE_PREFIX = "usem3-table-"  # the token table's file in the models dir: <prefix><rows>x<width>-<digest>.<dtype>
+
+
 class _RowsOnDemand:
     """A token table that reads a token's row from its file the first time the token is met, into a dense
     array of the rows met so far (each token's slot in it noted): a process holds the rows of the tokens it
@@ -164,7 +167,7 @@ class _RowsOnDemand:
     def of(cls, table: np.ndarray, directory: Path) -> _RowsOnDemand:
         """The table, kept in ``directory`` (written there once, by whichever process comes first, atomically)."""
         digest = hashlib.blake2b(table[:: max(1, len(table) // 64)].tobytes(), digest_size=8).hexdigest()
-        path = directory / f"usem3-table-{table.shape[0]}x{table.shape[1]}-{digest}.{table.dtype}"
+        path = directory / f"{TABLE_PREFIX}{table.shape[0]}x{table.shape[1]}-{digest}.{table.dtype}"
         if not path.exists() or path.stat().st_size != table.nbytes:
             private_dir(directory)
             partial = path.with_suffix(f".{os.getpid()}.tmp")

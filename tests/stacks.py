@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from memory.embedding import TABLE_PREFIX
 from workers.local.stack import Stack, free_port
 
 #: One copy of the embedder's token table for the stacks of every test run: a data dir's first start writes the
@@ -36,7 +37,7 @@ def started(stack: Stack) -> Stack:
 
 
 def _link_tables(source: Path, target: Path) -> None:
-    for table in source.glob("usem3-table-*"):
+    for table in source.glob(f"{TABLE_PREFIX}*"):
         if table.suffix == ".tmp":  # being written
             continue
         target.mkdir(mode=0o700, parents=True, exist_ok=True)
