@@ -165,7 +165,9 @@ def test_a_session_started_after_the_user_became_a_child_never_holds_their_text_
     file too, and seal it only after the check that follows a session's start)."""
     user, (zh, en) = f"grown{uid}", markers(uid)
     client.wait(say(client, user, f"{user}-a", [("user", "你好 hello")]))  # an adult's session
+    rewrites = runtime.state.client.info("persistence")["aof_rewrites"]
     set_child(stack, user)
+    wait_aof_rewrite(runtime, rewrites)  # the conversion's rewrite: its files come and go while it runs
     text = f"我叫王{zh}, my name is {en}"
     say(client, user, f"{user}-b", [("user", text)])
     leaks = {k: v for k, v in redis_values(runtime).items() if any(zh in x or en in x for x in v)}

@@ -11,6 +11,7 @@ from mneme_client import MnemeClient
 
 import beat_schedule
 from memory import ids
+from memory.archive import decode, user_prefix
 from memory.mneme import Mneme
 from memory.settings import Settings
 from memory.state import keys
@@ -195,8 +196,6 @@ def test_old_small_talk_moves_to_cold_storage_and_can_come_back(pstack, prt, api
     prt.maintenance.run(prt.maintenance.archive_user)  # twice is harmless
     assert prt.episodic.store.get("default", user, job.event_ids) == []
     assert prt.episodic.store.get("default", user, fresh.event_ids)  # recent and meaningful: stays
-    from memory.archive import decode, user_prefix
-
     [name] = prt.maintenance.archive.list(user_prefix("default", user))
     [record] = decode(prt.maintenance.archive.get(name))
     assert record["event_type"] == "small_talk" and "哈哈" not in json.dumps(record, ensure_ascii=False)
@@ -350,11 +349,14 @@ def test_every_beat_entry_names_its_queue_and_an_expiry_and_routes_to_maintenanc
         assert entry["options"]["queue"] == "maintenance" == ROUTES[entry["task"]] and entry["options"]["expires"] > 0
 
 
-def test_every_file_the_stack_keeps_is_the_owners_only(pstack, api, uid):
+def test_every_file_the_stack_keeps_is_the_owners_only(pstack, prt, api, uid):
     user = f"modes{uid}"
     consent(pstack, user)
     say(api, user, [("user", "我的生日是五月三号"), ("user", "My bank is Monzo")])
+    say(api, user, [("user", "哈哈")], session=f"{user}-old", ts=time.time() - 40 * 86400, start=10)  # to archive
     create_celery(pstack.settings).send_task("memory.archive", kwargs={})
+    wait_until(lambda: prt.maintenance.archive.list(user_prefix("default", user)), 30, "the small talk archived")
+    _wait_drained(prt)  # the task ended: none of its files comes or goes during the scan
     opened = [f"{p.relative_to(pstack.data_dir)} {oct(p.stat().st_mode & 0o777)}"
               for p in [pstack.data_dir, *pstack.data_dir.rglob("*")]
               if not p.is_symlink() and p.stat().st_mode & 0o077]

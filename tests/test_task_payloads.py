@@ -14,6 +14,7 @@ import time
 import httpx
 import redis
 
+from tests.polling import wait_until
 from workers.celery_app import QUEUES
 
 _ARG = re.compile(rb'"((?:\\.|[^"\\])*)"')
@@ -82,6 +83,8 @@ def test_tasks_carry_ids_and_no_log_holds_what_the_user_said(stack, client, runt
         while client.job(jobs[-1]).state != "retracted":
             assert time.monotonic() < deadline, "the undone message's job was not retracted"
             time.sleep(0.1)
+        wait_until(lambda: any(m["headers"]["task"] == "memory.retract" for m in watcher.messages), 10,
+                   "the retraction's task message read")  # the watcher thread may lag behind Redis
     finally:
         published = watcher.stop()
     tasks = {m["headers"]["task"] for m in published if any(j in json.dumps(m) for j in [*jobs, user])}
