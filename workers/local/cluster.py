@@ -298,8 +298,11 @@ class LocalCluster:
     def _problem(self) -> str | None:
         """What keeps the cluster from being whole, or ``None``. Whole: every live node says ``cluster_state:ok``,
         knows every node, sees the dead ones failed and the live ones healthy, sees every slot served once by a
-        live master and every other live node replicating a live master; every live replica's link is up."""
+        live master and every other live node replicating a live master; every live replica's link is up, and
+        every live node lists every live replica to clients (``CLUSTER SLOTS`` leaves out a replica until the
+        node has heard it holds its master's data: a client that asked it would not know the replica)."""
         live = {node.node_id for node in self.nodes if node.alive}
+        replicas = set()
         for node in self.nodes:
             if not node.alive:
                 continue
@@ -310,8 +313,14 @@ class LocalCluster:
             if problem := self._view_problem(node, live):
                 return problem
             replication = node.command("INFO", "replication")
-            if replication["role"] != "master" and replication["master_link_status"] != "up":
-                return f"node {node.port}: replication link {replication['master_link_status']}"
+            if replication["role"] != "master":
+                if replication["master_link_status"] != "up":
+                    return f"node {node.port}: replication link {replication['master_link_status']}"
+                replicas.add(node.node_id)
+        for node in (node for node in self.nodes if node.alive):
+            listed = {entry[2] for slots in node.command("CLUSTER", "SLOTS") for entry in slots[3:]}
+            if listed != replicas:
+                return f"node {node.port} lists {len(listed)} of the {len(replicas)} replicas to clients"
         return None
 
     def _view_problem(self, observer: LocalNode, live: set[str]) -> str | None:
