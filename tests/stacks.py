@@ -55,10 +55,10 @@ def restarted(stack: Stack, name: str, **env: str) -> Iterator[None]:
     stack.env.update(env)
     try:
         stack.start_one(name)
-        stack.wait_ready(wait_embedder=False)
+        stack.wait_ready(wait_embedder=name == "api")  # an API answers recalls once its model is loaded
         yield
     finally:
         stack.stop_one(name)
         stack.env = saved
         stack.start_one(name)
-        stack.wait_ready(wait_embedder=False)
+        stack.wait_ready(wait_embedder=name == "api")

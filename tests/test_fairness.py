@@ -178,6 +178,7 @@ def test_a_tenant_posting_after_another_tenants_flood_of_5000_is_served_within_s
         assert report["job_ids"] == []
     finally:
         fairstack.start_one("worker-pipeline")
+    fairstack.wait_ready(wait_embedder=False)
     started = time.monotonic()
     wait_until(lambda: _unfinished(rt, few_ids) == 0, 120, "the late tenant's 50 messages done")
     few_s = time.monotonic() - started

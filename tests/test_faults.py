@@ -362,6 +362,7 @@ def recall(stack: Stack, user: str, query: str) -> tuple[int, dict, float]:
 KILLS = [WORKERS[i % len(WORKERS)] for i in range(20)]  # each kill -9 of a worker's one process
 
 
+@pytest.mark.timeout(900)  # twenty restarts, each loading its worker's model, and the file's stack's first start
 def test_kill_9_twenty_times_loses_and_duplicates_nothing(fstack, rt, uid):
     stack = fstack
     users = [f"k{uid}-{i}" for i in range(6)]

@@ -141,6 +141,7 @@ def _error_body_problem(response) -> str | None:
 
 @schema.parametrize()
 @settings(PROFILE)
+@pytest.mark.timeout(900)  # one pytest item for every operation's cases
 def test_no_server_errors_and_4xx_carry_the_error_body(case):
     CASES[case.operation.label] = CASES.get(case.operation.label, 0) + 1
     SENT_TEXTS.update(_distinctive_texts(case.body))

@@ -21,7 +21,7 @@ def stub():
 
 @pytest.fixture(scope="module")
 def llm_stack(tmp_path_factory, stub):
-    with running_stack(tmp_path_factory, "llm-stack", MNEME_LLM_BASE_URL=stub.base_url, MNEME_LLM_TIMEOUT_S="1",
+    with running_stack(tmp_path_factory, "llm-stack", MNEME_LLM_BASE_URL=stub.base_url, MNEME_LLM_TIMEOUT_S="5",
                        MNEME_CONSENT_REQUIRED="false") as s:
         yield s
 
@@ -52,7 +52,7 @@ def test_llm_types_what_the_rules_could_not(llm_client, stub, uid):
 @pytest.mark.parametrize(("behave", "reason"), [
     (lambda s: s.reply_text("sorry, I cannot do JSON"), "malformed"),
     (lambda s: s.reply_json({"events": [{"event_type": "gossip", "keywords": [], "summary": "x"}]}), "schema"),
-    (lambda s: s.hang(3), "timeout"),
+    (lambda s: s.hang(10), "timeout"),
     (lambda s: s.fail(500), "http_500"),
 ])
 def test_llm_failure_falls_back_to_the_rules_and_is_counted(llm_client, llm_stack, stub, uid, behave, reason):

@@ -59,6 +59,7 @@ finally:
 
 
 @pytest.mark.stack
+@pytest.mark.timeout(1200)  # its steps' own bounds: a venv 120 s, the install 600 s, the stack's run 300 s
 def test_what_make_run_installs_is_enough_to_run_the_whole_stack(tmp_path):
     """`make run` installs the server and its client only (no test tools, no torch): a fresh venv with just that
     runs every process and remembers (a missing runtime dependency hid behind the test extras once)."""

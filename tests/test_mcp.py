@@ -275,7 +275,7 @@ async def test_streamable_http_transport(stack, uid, tmp_path):
                                   cwd=ROOT, env={"PATH": os.environ.get("PATH", ""), "MNEME_API_URL": stack.api_url},
                                   stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         try:
-            deadline = time.monotonic() + 15
+            deadline = time.monotonic() + 60  # a cold interpreter importing the server
             while True:
                 try:
                     socket.create_connection(("127.0.0.1", port), timeout=0.2).close()

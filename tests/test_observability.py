@@ -285,10 +285,13 @@ def test_flower_lists_the_pipeline_tasks(tmp_path_factory, uid):
         flower = httpx.Client(base_url=f"http://127.0.0.1:{stack.flower_port}", auth=(user, password), timeout=10)
 
         def seen() -> set[tuple[str, str]]:
-            response = flower.get("/api/tasks")
+            try:
+                response = flower.get("/api/tasks")
+            except httpx.TransportError:  # Flower still starting: the stack's readiness does not wait for it
+                return set()
             return {(t["name"], t["state"]) for t in response.json().values()} if response.status_code == 200 else set()
 
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         with MnemeClient(stack.api_url) as client:
             n = 0
             # the batched stages (embed, graph) too: each request sends its own events (tasks.pipeline.StageBatches)

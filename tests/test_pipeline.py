@@ -220,19 +220,15 @@ def test_queued_jobs_survive_a_worker_restart(client, uid, stack):
     assert ("dislikes", "背公式") in {(f.relation, f.object) for f in client.recall(user_id=f"u{uid}", query="x").facts}
 
 
-def test_a_message_on_its_own_is_done_and_recalled_within_about_a_second(client, uid, runtime):
+def test_a_message_on_its_own_is_done_and_recalled_without_waiting_for_a_batch(client, uid, runtime):
     """The batched stages wait for more messages only as long as their flush intervals (extract 0.1 s, embed
-    0.2 s, graph 0.1 s), not for a full batch."""
-    drain(runtime)  # nothing queued ahead of it
-    started = time.monotonic()
+    0.2 s, graph 0.1 s), not for a full batch, which light traffic never fills. How long a message alone takes
+    is a figure of `make bench` (the e2e section's light traffic, goal <= 1 s), not a bound of this test."""
+    drain(runtime)  # nothing queued ahead of it, nothing after it
     accepted = client.remember(user_id=f"u{uid}", session_id=f"s{uid}", message_id="m1", role="user",
                                content="我喜欢天文学")
-    while (job := client.job(accepted.job_id)).state != "done":
-        assert time.monotonic() - started < 10, job
-        time.sleep(0.02)
-    took = time.monotonic() - started
-    assert set(job.stages) == {"extract", "embed", "graph"}
-    assert took < 1.5, f"a message alone took {took:.2f}s"
+    [job] = client.wait([accepted.job_id], timeout=60)
+    assert job.state == "done" and set(job.stages) == {"extract", "embed", "graph"}
     assert client.recall(user_id=f"u{uid}", query="天文学").events[0].message_ids == ["m1"]
 
 

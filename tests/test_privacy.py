@@ -157,7 +157,7 @@ def _redis_mentions(prt, key, needle) -> bool:
 
 def _wait_aof_rewrite(prt, after: int | None = None) -> None:
     """Until no AOF rewrite is running or scheduled (and, with ``after``, one more has finished)."""
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while True:
         info = prt.state.client.info("persistence")
         if not (info["aof_rewrite_in_progress"] or info["aof_rewrite_scheduled"]) and \

@@ -60,7 +60,7 @@ def test_published_adapter_goes_live_in_the_running_api(stack, runtime, client, 
     path.write_text("".join(json.dumps({"query": q, "positive": p}, ensure_ascii=False) + "\n" for q, p in PAIRS))
     celery = create_celery(stack.settings)
     celery.send_task("memory.train_adapter", kwargs={"pairs_path": str(path), "rank": 4, "epochs": 40})
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 240  # the worker imports torch and peft first (a minute of a cold box)
     while not runtime.state.client.get(keys.ADAPTER_CURRENT):
         assert time.monotonic() < deadline, "adapter was not published"
         time.sleep(0.5)
