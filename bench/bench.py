@@ -168,7 +168,11 @@ def notes(r: dict) -> list[str]:
                    f"2); CPU ms per message by process: {e['cpu_seconds_per_process']} / {e['messages']}"
                    + (f"; past the cap: {p['users']} users of their own fed {p['fed_first']} messages through the "
                       f"pipeline first (each over the event layer's cap), then a backlog of {p['messages']} of theirs "
-                      f"drained" if (p := e.get("past_the_cap")) else ""))
+                      f"drained" if (p := e.get("past_the_cap")) else "")
+                   + (f"; light traffic: {o['messages']} messages of one user's session POSTed on the idle stack one "
+                      f"at a time, each once the one before was done (its job asked every 5 ms); raw baseline: "
+                      f"USEEmbedder(threads=1) on one of those sentences (median)"
+                      if (o := e.get("one_at_a_time")) else ""))
     if "api" in r:
         a = r["api"]
         out.append(f"API load: {a['generator']}; {a['api_workers']} uvicorn workers; the stack's Celery workers "

@@ -1,13 +1,17 @@
 """End to end: messages/s from POST /v1/messages until every job is done, against the raw embedder on the same
-texts; the pipeline alone (a drained backlog), 32 messages a POST, and the pipeline alone for users past the event
-layer's cap (the bench's other users are new ones) beside it (``e2e`` of ``bench.bench``)."""
+texts; the pipeline alone (a drained backlog), 32 messages a POST, the pipeline alone for users past the event
+layer's cap (the bench's other users are new ones), and light traffic (messages one at a time on the idle stack:
+how long until each is done, against the raw embedder on one sentence) beside it (``e2e`` of ``bench.bench``)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import statistics
 import time
+
+import httpx
 
 from bench.load import (
     corpus,
@@ -39,8 +43,6 @@ def bench_e2e(stack: Stack, n: int) -> dict:
     states = wait_finished(Mneme(stack.settings).state.jobs, job_ids, started, 0.1)
     elapsed = time.perf_counter() - started
     cpu_after, client_cpu = cpu_seconds(stack), sum(os.times()[:2]) - client_before
-    import httpx
-
     probe = httpx.post(stack.api_url + "/v1/recall", json={"user_id": "u1", "query": bodies[1]["content"]},
                        timeout=30).json()
     # the raw embedder alone: the same texts, the same thread count and batch size as the embed worker
@@ -69,11 +71,23 @@ def bench_e2e(stack: Stack, n: int) -> dict:
     fed = LONG_TERM_USERS * (stack.settings.events_cap + 30)  # each user's layer full, then over the cap
     _drain(stack, [long_term(3 * n + i) for i in range(fed)])
     past_cap = _drain(stack, [long_term(3 * n + fed + i) for i in range(n)])
+    fresh = [unique(4 * n + fed + i)[1] for i in range(ONE_AT_A_TIME)]  # texts no worker has embedded yet
+    one_by_one = _one_at_a_time(stack, [{"user_id": "light", "session_id": "light-s", "message_id": f"light-{i}",
+                                         "role": "user", "content": text, "client_ts": time.time()}
+                                        for i, text in enumerate(fresh)])
+    raw_one = []
+    for text in fresh:  # the raw embedder on one sentence at a time, as a message alone is embedded
+        t = time.perf_counter()
+        embedder.embed([clean(text)])
+        raw_one.append(time.perf_counter() - t)
     return {
         "pipeline_alone": drained | {"ratio": drained["messages_per_s"] / raw_rate},
         "batched": batched | {"ratio": batched["messages_per_s"] / raw_rate},
         "past_the_cap": past_cap | {"ratio": past_cap["messages_per_s"] / raw_rate, "users": LONG_TERM_USERS,
                                     "fed_first": fed},
+        "one_at_a_time": one_by_one | {"raw_embed_one_p50_s": statistics.median(raw_one),
+                          "flush_intervals_s": stack.settings.extract_flush_interval_s
+                          + stack.settings.embed_flush_interval_s + stack.settings.graph_flush_interval_s},
         "messages": n, "enqueue_seconds": enqueued, "all_done_seconds": elapsed,
         "mneme_messages_per_s": n / elapsed, "raw_embedder_sentences_per_s": raw_rate,
         "ratio": n / elapsed / raw_rate, "failed_jobs": sum(s == "failed" for s in states.values()),
@@ -86,6 +100,20 @@ def bench_e2e(stack: Stack, n: int) -> dict:
 
 BATCHED = 32  # messages a POST /v1/messages/batch in the batched end to end
 LONG_TERM_USERS = 16  # users fed past the event layer's cap before their drain is measured (a long-term user is)
+ONE_AT_A_TIME = 20  # light traffic: messages sent each once the one before is done
+
+
+def _one_at_a_time(stack: Stack, bodies: list[dict]) -> dict:
+    """Light traffic: each message POSTed once the one before it is done, on the idle stack; seconds from the
+    POST until its job is done (asked every 5 ms), p50 and the slowest."""
+    jobs, took = Mneme(stack.settings).state.jobs, []
+    with httpx.Client(base_url=stack.api_url, timeout=30) as http:
+        for body in bodies:
+            started = time.perf_counter()
+            job_id = http.post("/v1/messages", json=body).raise_for_status().json()["job_id"]
+            wait_finished(jobs, [job_id], started, 0.005)
+            took.append(time.perf_counter() - started)
+    return {"messages": len(bodies), "p50_s": statistics.median(took), "max_s": max(took)}
 
 
 def _batched(stack: Stack, bodies: list[dict], per: int) -> dict:

@@ -138,6 +138,20 @@ def _e2e(e: dict) -> list[Row]:
         *([row(f"  the pipeline alone, {past['users']} users past the event layer's cap", "{:.0f} msg/s",
                past["messages_per_s"], HIGHER, show("{:.0f} sent/s", raw), show("{:.2f}x", past["ratio"]))]
           if (past := e.get("past_the_cap")) else []),
+        *_light_traffic(e.get("one_at_a_time")),
+    ]
+
+
+def _light_traffic(o: dict | None) -> list[Row]:
+    """A message on its own is not held for a batch: the stages wait for more only their flush intervals."""
+    if not o:
+        return []
+    baseline = f"{o['raw_embed_one_p50_s'] * 1000:.0f} ms (embed one)"
+    return [
+        row(f"  light traffic, {o['messages']} messages one at a time: POST -> done, p50", "{:.2f} s", o["p50_s"],
+            LOWER, baseline, "-", f"(info) the stages' flush intervals: {o['flush_intervals_s']:.1f} s in all"),
+        row("    the slowest of them", "{:.2f} s", o["max_s"], LOWER, baseline, "-", "<= 1 s",
+            at_most(o["max_s"], 1.0)),
     ]
 
 
