@@ -85,9 +85,10 @@ def bench_e2e(stack: Stack, n: int) -> dict:
         "batched": batched | {"ratio": batched["messages_per_s"] / raw_rate},
         "past_the_cap": past_cap | {"ratio": past_cap["messages_per_s"] / raw_rate, "users": LONG_TERM_USERS,
                                     "fed_first": fed},
-        "one_at_a_time": one_by_one | {"raw_embed_one_p50_s": statistics.median(raw_one),
-                          "flush_intervals_s": stack.settings.extract_flush_interval_s
-                          + stack.settings.embed_flush_interval_s + stack.settings.graph_flush_interval_s},
+        "one_at_a_time": one_by_one | {
+            "raw_embed_one_p50_s": statistics.median(raw_one),
+            "flush_intervals_s": stack.settings.extract_flush_interval_s + stack.settings.embed_flush_interval_s
+            + stack.settings.graph_flush_interval_s},
         "messages": n, "enqueue_seconds": enqueued, "all_done_seconds": elapsed,
         "mneme_messages_per_s": n / elapsed, "raw_embedder_sentences_per_s": raw_rate,
         "ratio": n / elapsed / raw_rate, "failed_jobs": sum(s == "failed" for s in states.values()),
