@@ -22,12 +22,12 @@ def running_stack(tmp_path_factory, name: str, flower: bool = False, **env: str)
     stack = Stack(tmp_path_factory.mktemp(name), api_port=free_port(), flower_port=free_port(), beat=False,
                   flower=flower, env={"MNEME_REDIS_URL": "", **env})
     try:  # a stack that fails to start still has processes to stop
-        yield started(stack)
+        yield _started(stack)
     finally:
         stack.stop()
 
 
-def started(stack: Stack) -> Stack:
+def _started(stack: Stack) -> Stack:
     """``stack`` started with the embedder's token table linked from the tests' one copy (which is this stack's
     own the first time)."""
     _link_tables(MODELS, stack.data_dir / "models")

@@ -21,9 +21,9 @@ from memory import ids
 from memory.mneme import Mneme
 from memory.state import keys
 from tests.polling import wait_until
-from tests.stacks import started
+from tests.stacks import running_stack
 from workers.local.cluster import LocalCluster, LocalNode
-from workers.local.stack import Stack, free_port
+from workers.local.stack import Stack
 
 TENANT = "default"
 TEXTS = ["我叫小明，今年十六岁，住在杭州", "I like chess and I play every weekend", "我喜欢物理 but chemistry is hard",
@@ -42,15 +42,12 @@ def cluster(tmp_path_factory) -> Iterator[LocalCluster]:
 def cstack(tmp_path_factory, cluster) -> Iterator[Stack]:
     broker = Stack(tmp_path_factory.mktemp("cluster-broker"), env={"MNEME_REDIS_URL": ""})
     broker.start_redis()
-    stack = Stack(tmp_path_factory.mktemp("cluster-stack"), api_port=free_port(), beat=False, flower=False,
-                  env={"MNEME_REDIS_URL": cluster.url, "MNEME_REDIS_CLUSTER": "true",
-                       "MNEME_BROKER_REDIS_URL": broker.env["MNEME_REDIS_URL"], "MNEME_CONSENT_REQUIRED": "false",
-                       "MNEME_TASK_MAX_RETRIES": "12", "MNEME_REDRIVE_AFTER_S": str(REDRIVE_AFTER_S)})
     try:
-        started(stack)
-        yield stack
+        with running_stack(tmp_path_factory, "cluster-stack", MNEME_REDIS_URL=cluster.url, MNEME_REDIS_CLUSTER="true",
+                           MNEME_BROKER_REDIS_URL=broker.env["MNEME_REDIS_URL"], MNEME_CONSENT_REQUIRED="false",
+                           MNEME_TASK_MAX_RETRIES="12", MNEME_REDRIVE_AFTER_S=str(REDRIVE_AFTER_S)) as stack:
+            yield stack
     finally:
-        stack.stop()
         broker.stop()
 
 

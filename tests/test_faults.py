@@ -56,9 +56,9 @@ from memory.text import clean
 from tasks.maintenance import lost_jobs
 from tests.accepted import reopen_job, write_job
 from tests.polling import wait_until
-from tests.stacks import restarted, started
+from tests.stacks import restarted, running_stack
 from workers.celery_app import create_celery
-from workers.local.stack import Stack, free_port
+from workers.local.stack import Stack
 
 TENANT = "default"
 VISIBILITY_TIMEOUT_S = 10  # the smallest MNEME_VISIBILITY_TIMEOUT_S the settings accept
@@ -117,16 +117,12 @@ sys.stdin.read()
 
 @pytest.fixture(scope="module")
 def fstack(tmp_path_factory) -> Iterator[Stack]:
-    s = Stack(tmp_path_factory.mktemp("faults"), api_port=free_port(), beat=False, flower=False,
-              env={"MNEME_REDIS_URL": "", "MNEME_CONSENT_REQUIRED": "false",
-                   "MNEME_VISIBILITY_TIMEOUT_S": str(VISIBILITY_TIMEOUT_S),
-                   "MNEME_REDRIVE_AFTER_S": str(REDRIVE_AFTER_S),
-                   # a healthy layer must answer inside the deadline on a busy 2-core box too (2 s, the
-                   # default, was missed once under CI load); outages still last well past it (OUTAGE_S)
-                   "MNEME_RECALL_LAYER_TIMEOUT_S": "5"})
-    started(s)
-    yield s
-    s.stop()
+    with running_stack(tmp_path_factory, "faults", MNEME_CONSENT_REQUIRED="false",
+                       MNEME_VISIBILITY_TIMEOUT_S=str(VISIBILITY_TIMEOUT_S), MNEME_REDRIVE_AFTER_S=str(REDRIVE_AFTER_S),
+                       # a healthy layer must answer inside the deadline on a busy 2-core box too (2 s, the
+                       # default, was missed once under CI load); outages still last well past it (OUTAGE_S)
+                       MNEME_RECALL_LAYER_TIMEOUT_S="5") as s:
+        yield s
 
 
 @pytest.fixture(scope="module")

@@ -47,8 +47,7 @@ import neo4j
 import pytest
 
 from tests.bolt_server import USER, BoltServer
-from tests.stacks import started
-from workers.local.stack import Stack, free_port
+from tests.stacks import running_stack
 
 RUN = uuid.uuid4().hex[:6]
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$"
@@ -150,13 +149,9 @@ def bolt_server():
 @pytest.fixture(scope="module")
 def graph_stack(tmp_path_factory, bolt_server):
     """A whole stack of its own whose graph store is the Bolt server."""
-    s = Stack(tmp_path_factory.mktemp("injection-stack"), api_port=free_port(), beat=False, flower=False,
-              env={"MNEME_REDIS_URL": "", "MNEME_CONSENT_REQUIRED": "false", "MNEME_GRAPH_URL": bolt_server.url})
-    try:  # a stack that fails to start still has processes to stop
-        started(s)
+    with running_stack(tmp_path_factory, "injection-stack", MNEME_CONSENT_REQUIRED="false",
+                       MNEME_GRAPH_URL=bolt_server.url) as s:
         yield s
-    finally:
-        s.stop()
 
 
 @pytest.fixture(scope="module")
