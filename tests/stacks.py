@@ -3,12 +3,14 @@ data dir on free ports, with the given MNEME_* settings, stopped afterwards."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from memory.audit.file import settled_lines
 from memory.embedding import TABLE_PREFIX
 from workers.local.stack import Stack, free_port
 
@@ -62,3 +64,9 @@ def restarted(stack: Stack, name: str, **env: str) -> Iterator[None]:
         stack.env = saved
         stack.start_one(name)
         stack.wait_ready(wait_embedder=name == "api")
+
+
+def audit_records(stack: Stack) -> list[dict]:
+    """The records in the stack's audit file, as it was at a moment no writer was mid-append (the stack's
+    workers may be writing to it)."""
+    return [json.loads(raw) for raw in settled_lines(Path(stack.settings.audit.removeprefix("file://")))]

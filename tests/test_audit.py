@@ -4,12 +4,14 @@ Elasticsearch sink against ``tests/es_stub.py`` — a STUB, since no Elasticsear
 from __future__ import annotations
 
 import base64
+import fcntl
 import hashlib
 import json
 import multiprocessing
 import os
 import subprocess
 import sys
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,7 +20,7 @@ from es_stub import StubElasticsearch
 
 from memory.audit import FileAuditLog, VerifyReport, eviction_record, graph_write_record, record, verify
 from memory.audit.elasticsearch import MAPPINGS, ElasticsearchAuditSink
-from memory.audit.file import GENESIS
+from memory.audit.file import GENESIS, chained_line
 from memory.episodic import Evicted
 from memory.errors import ConfigurationError, InvalidInput, NotFound, TransientError
 from memory.graph import Change
@@ -26,6 +28,7 @@ from memory.models import EventType, FactSource, Relation
 from memory.registry import open_backend
 from memory.settings import Settings
 from memory.userhash import hashing_key
+from tests.polling import wait_until
 from workers.local.stack import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -183,6 +186,32 @@ def test_a_torn_tail_is_cut_off_by_the_next_writer(tmp_path, caplog):
     FileAuditLog(path).write([rec(3)])
     assert path.read_bytes().startswith(whole) and verify(path).ok and verify(path).records == 4
     assert "unfinished write" in caplog.text
+
+
+def _waiting_for_a_lock_on(path: Path) -> bool:
+    """Whether a process waits for a lock on ``path`` (``/proc/locks`` marks waiters ``->``)."""
+    inode = f":{path.stat().st_ino} "
+    return any("->" in line and inode in line for line in Path("/proc/locks").read_text().splitlines())
+
+
+def test_verify_of_a_live_file_waits_for_a_writer_mid_append_instead_of_calling_it_broken(tmp_path):
+    """``mneme audit verify`` on a running stack: a worker may be halfway through its append."""
+    path = chain_of(3, tmp_path / "audit.jsonl")
+    line, _ = chained_line(rec(3), json.loads(lines(path)[-1])["hash"])
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    reports: list[VerifyReport] = []
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # as FileAuditLog.write holds it
+        os.write(fd, line[:40])
+        reader = threading.Thread(target=lambda: reports.append(verify(path)))
+        reader.start()
+        wait_until(lambda: reports or _waiting_for_a_lock_on(path), 30, "verify to read or wait for the writer")
+        os.write(fd, line[40:])
+        os.fsync(fd)
+    finally:
+        os.close(fd)  # releases the lock
+    reader.join(30)
+    assert reports == [VerifyReport(path=str(path), ok=True, records=4, last_hash=json.loads(line)["hash"])]
 
 
 def test_a_write_after_an_unchained_line_starts_a_new_chain_and_verify_still_tells(tmp_path):

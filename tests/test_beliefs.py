@@ -16,6 +16,7 @@ from memory.models import Fact, FactSource, Relation
 from memory.services.semantic import SemanticMemory
 from memory.state.reviews import Reviews
 from memory.vocabulary import load_vocabulary
+from tests.stacks import audit_records
 
 
 def say(client, uid, texts, session="s1", device=None, start=0):
@@ -184,7 +185,7 @@ def test_user_corrections_win_take_effect_at_once_and_are_audited(client, stack,
     assert ("age", "15") not in beliefs(client, stack, uid)
     assert all(f.object != "15" for f in client.recall(user_id=f"u{uid}", query="我几岁").facts)
     assert beliefs(client, stack, uid, inactive=True)[("age", "15")]["status"] == "deleted"
-    audit = [json.loads(line) for line in (stack.data_dir / "audit.jsonl").read_text().splitlines()]
+    audit = audit_records(stack)
     ours = (rel, now[("age", "16")]["rel_id"])
     mine = [a for a in audit if a["operator_id"] == "parent_1" and a.get("rel_id") in ours]
     assert {a["action"] for a in mine} == {"graph.merge:human", "graph.delete"}

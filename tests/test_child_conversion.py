@@ -5,7 +5,6 @@ type only, beliefs and reviews gone."""
 from __future__ import annotations
 
 import gzip
-import json
 import threading
 import time
 
@@ -18,6 +17,7 @@ from memory.graph import Status
 from memory.services import maintenance
 from memory.state import keys
 from memory.userhash import user_hash
+from tests.stacks import audit_records
 
 T = "default"
 HEX_TO_ZH = "甲乙丙丁戊己庚辛壬癸子丑寅卯辰巳"
@@ -144,8 +144,7 @@ def test_setting_child_mode_brings_what_is_held_under_child_rules(stack, runtime
     assert files_holding(stack.data_dir, [zh, en]) == []  # stores, -wal files, the AOF, archive, audit, logs
 
     def converted():
-        lines = (stack.data_dir / "audit.jsonl").read_text().splitlines()
-        return [r for r in map(json.loads, lines)
+        return [r for r in audit_records(stack)
                 if r["action"] == "child_mode.convert" and r["user"] == user_hash(runtime.user_hash_key, T, user)]
 
     [audit] = poll(converted, "the conversion's audit record")

@@ -56,7 +56,7 @@ from memory.text import clean
 from tasks.maintenance import lost_jobs
 from tests.accepted import reopen_job, write_job
 from tests.polling import wait_until
-from tests.stacks import restarted, running_stack
+from tests.stacks import audit_records, restarted, running_stack
 from workers.celery_app import create_celery
 from workers.local.stack import Stack
 
@@ -316,8 +316,7 @@ def audited_graph_writes(stack: Stack) -> Counter:
     report = verify(path)
     assert report.ok, report
     audited = Counter()
-    for line in path.read_text(encoding="utf-8").splitlines():
-        rec = json.loads(line)
+    for rec in audit_records(stack):
         if rec["action"].startswith("graph."):
             audited[(rec["rel_id"], rec["evidence_id"], rec["action"])] += 1
     return audited

@@ -4,7 +4,6 @@ the messages it came from and a chart of how its confidence moved, in Chinese an
 beliefs in one click, looks at their events, sessions and who read their memory, withdraws a purpose and erases
 everything — and the API holds what they did. The link opens that user's page and nothing else."""
 
-import json
 import os
 import shutil
 import subprocess
@@ -16,6 +15,7 @@ from mneme_client import MnemeClient
 
 from memory.crypto import load_master_key
 from memory.userhash import hashing_key, user_hash
+from tests.stacks import audit_records
 
 PAGE = Path(__file__).resolve().parents[1] / "web" / "memory-page"
 STATIC = Path(__file__).resolve().parents[1] / "workers" / "api" / "static" / "memory_page"
@@ -59,7 +59,7 @@ def test_a_person_sees_and_corrects_their_memory_in_a_real_browser(stack, uid, t
 
 
 def _audit(stack) -> list[dict]:
-    return [json.loads(line) for line in (stack.data_dir / "audit.jsonl").read_text().splitlines()]
+    return audit_records(stack)
 
 
 def test_a_page_link_opens_its_own_users_page_and_nothing_else(stack, uid):

@@ -16,7 +16,7 @@ from memory.mneme import Mneme
 from memory.settings import Settings
 from memory.state import keys
 from tests.polling import wait_until
-from tests.stacks import running_stack
+from tests.stacks import audit_records, running_stack
 from workers.api.messages import retraction_task
 from workers.celery_app import ROUTES, create_celery
 
@@ -56,7 +56,7 @@ def profile(pstack, user):
 
 
 def audit_log(pstack):
-    return [json.loads(line) for line in (pstack.data_dir / "audit.jsonl").read_text().splitlines()]
+    return audit_records(pstack)
 
 
 def test_long_term_memory_is_off_until_the_user_opts_in(pstack, api, uid):
@@ -271,7 +271,7 @@ def test_deleting_a_session_removes_it_everywhere_and_follows_provenance(pstack,
                                                          "role": "user", "content": "我今年16岁", "client_ts": 1e9})
     assert r.status_code == 409  # its ids are not taken again
     assert httpx.delete(f"{pstack.api_url}/v1/sessions/nosuch{uid}").status_code == 404
-    audit = [json.loads(line) for line in (pstack.data_dir / "audit.jsonl").read_text().splitlines()]
+    audit = audit_records(pstack)
     [record] = [a for a in audit if a["action"] == "session.delete" and a.get("session_id") == gone]
     assert record["operator_id"] == "support-agent" and record["beliefs_removed"] == [age.rel_id]
 

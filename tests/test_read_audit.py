@@ -16,7 +16,7 @@ from memory.mneme import Mneme
 from memory.state import keys
 from memory.userhash import user_hash
 from tests.polling import wait_until
-from tests.stacks import restarted, running_stack
+from tests.stacks import audit_records, restarted, running_stack
 from workers.celery_app import create_celery
 
 REDRIVE_AFTER_S = 2  # how long a record is held before the redrive re-sends it (beat is off here)
@@ -70,13 +70,12 @@ def test_a_recall_records_what_it_showed_to_which_key_and_agent_and_why_without_
     assert [e["why"] for e in read.shown["events"]] == [e.why for e in shown.events]  # the score parts
     assert [(b["id"], b["why"]) for b in read.shown["beliefs"]] == [(f.rel_id, f.why) for f in shown.facts]
     # the same record, by id, in the hash-chained trail, naming the user by hash only and holding no content
-    audit_file = rstack.data_dir / "audit.jsonl"
-    [line] = [raw for raw in audit_file.read_text(encoding="utf-8").splitlines() if read.id in raw]
-    record = json.loads(line)
+    [record] = [r for r in audit_records(rstack) if r["id"] == read.id]
+    line = json.dumps(record, ensure_ascii=False)
     assert record["action"] == "read.recall" and record["shown"] == read.shown and user not in line
     for text in (query, "化学", "piano", "王小明", *TEXTS, *(e.summary for e in shown.events)):
         assert text not in line
-    assert verify(audit_file).ok
+    assert verify(rstack.data_dir / "audit.jsonl").ok
 
 
 def test_profile_reads_and_exports_are_recorded_newest_first_and_page(rstack, rrt, uid):

@@ -11,7 +11,7 @@ from memory.errors import InvalidInput
 from memory.mneme import Mneme
 from memory.state import keys
 from tests.polling import wait_until
-from tests.stacks import running_stack
+from tests.stacks import audit_records, running_stack
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def test_tenants_never_see_each_other(tstack, trt, uid):
         # the same session id in another tenant is another session
         b.remember(user_id="someone", session_id=f"s-{uid}", message_id="m1", role="user", content="hi")
         assert [m.content for m in a.messages(f"s-{uid}").messages] == ["我今年15岁，我喜欢化学"]
-    audit = [json.loads(line) for line in (tstack.data_dir / "audit.jsonl").read_text().splitlines()]
+    audit = audit_records(tstack)
     assert any(r["action"] == "access.denied" and r["tenant"] == f"school-b-{uid}" for r in audit)
     assert secret_b not in json.dumps(trt.state.client.hgetall(keys.API_KEYS))  # stored hashed
     assert all(secret_b not in h for h in trt.state.client.hkeys(keys.API_KEY_HASHES))

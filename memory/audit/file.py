@@ -14,7 +14,8 @@ it somewhere else (a ticket, another system) pins down what existed at that time
 
 Concurrency: the API and every Celery worker append to the same file. ``write`` takes an exclusive
 ``flock``, reads the last line's hash from the end of the file (never the whole file), appends all of its
-records with one ``write`` (so they stay contiguous), fsyncs and unlocks. A writer that died mid-append
+records with one ``write`` (so they stay contiguous), fsyncs and unlocks; a reader (``settled_lines``,
+``verify``) reads up to where the file ended while no writer held it. A writer that died mid-append
 leaves a last line without its ``\\n``; that write was never acknowledged, so the next writer cuts it off
 (with a warning) and chains from the last whole line. An append that fails (disk full) is cut back too.
 """
@@ -27,7 +28,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,19 +91,34 @@ def verify(path: Path | str) -> VerifyReport:
     is no such file."""
     path = Path(path)
     prev, count = GENESIS, 0
+    for number, raw in enumerate(settled_lines(path), 1):
+        try:
+            prev = _check_line(raw, prev, number)
+        except _Broken as exc:
+            return VerifyReport(path=str(path), ok=False, records=count, first_bad_line=number,
+                                reason=str(exc), last_hash=prev)
+        count += 1
+    return VerifyReport(path=str(path), ok=True, records=count, last_hash=prev)
+
+
+def settled_lines(path: Path) -> Iterator[bytes]:
+    """The file's lines as they were at a moment no writer was mid-append, so a live file is never read with
+    half a write at its end: ``write`` holds an exclusive ``flock`` from reading the tail to the sync, and
+    this takes a shared one just long enough to read the size. Lines end at ``b"\\n"`` only (U+2028 is data).
+    Raises ``NotFound`` if there is no such file."""
     try:
         fh = path.open("rb")
     except FileNotFoundError as exc:
         raise NotFound(f"no audit file at {path}") from exc
     with fh:
-        for number, raw in enumerate(fh, 1):  # binary lines end at b"\n" only (U+2028 is data)
-            try:
-                prev = _check_line(raw, prev, number)
-            except _Broken as exc:
-                return VerifyReport(path=str(path), ok=False, records=count, first_bad_line=number,
-                                    reason=str(exc), last_hash=prev)
-            count += 1
-    return VerifyReport(path=str(path), ok=True, records=count, last_hash=prev)
+        fcntl.flock(fh, fcntl.LOCK_SH)
+        left = os.fstat(fh.fileno()).st_size
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        for raw in fh:
+            if left <= 0:
+                return
+            yield raw[:left]
+            left -= len(raw)
 
 
 def _check_line(raw: bytes, prev: str, number: int) -> str:
