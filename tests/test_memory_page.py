@@ -53,13 +53,9 @@ def test_a_person_sees_and_corrects_their_memory_in_a_real_browser(stack, uid, t
     with MnemeClient(stack.api_url) as mneme:  # what the person did in the page, as the API holds it
         assert mneme.profile(user, include_inactive=True).beliefs == []  # erased at the end
     hashed = user_hash(hashing_key(load_master_key(stack.settings)), "default", user)
-    done = [r for r in _audit(stack) if r.get("user") == hashed]
+    done = [r for r in audit_records(stack) if r.get("user") == hashed]
     assert {"consent.grant", "user.erase"} <= {r["action"] for r in done}  # the purpose withdrawn, then erasure
     assert {"graph.delete", "graph.merge:human"} <= {r["action"] for r in done if r["operator_id"] == "user"}
-
-
-def _audit(stack) -> list[dict]:
-    return audit_records(stack)
 
 
 def test_a_page_link_opens_its_own_users_page_and_nothing_else(stack, uid):

@@ -55,10 +55,6 @@ def profile(pstack, user):
     return httpx.get(f"{pstack.api_url}/v1/users/{user}/profile").json()["beliefs"]
 
 
-def audit_log(pstack):
-    return audit_records(pstack)
-
-
 def test_long_term_memory_is_off_until_the_user_opts_in(pstack, api, uid):
     user = f"u{uid}"
     [job] = say(api, user, [("user", "我今年17岁，我喜欢物理")])
@@ -71,7 +67,7 @@ def test_long_term_memory_is_off_until_the_user_opts_in(pstack, api, uid):
     assert {(b["relation"], b["object"]) for b in profile(pstack, user)} == {("age", "17"), ("likes", "物理")}
     consent(pstack, user, granted=False)
     assert api.recall(user_id=user, query="我几岁").facts == []  # opting out hides it at once
-    actions = [a["action"] for a in audit_log(pstack) if a["operator_id"] == "agent" and a["action"].startswith(
+    actions = [a["action"] for a in audit_records(pstack) if a["operator_id"] == "agent" and a["action"].startswith(
         "consent")]
     assert actions[-2:] == ["consent.grant", "consent.revoke"]
 
@@ -144,7 +140,7 @@ def test_erasure_leaves_nothing_of_the_user_in_any_store(pstack, prt, api, uid):
         values = (r.hvals(key) if kind == "hash" else r.lrange(key, 0, -1) if kind == "list"
                   else [prt.state.client.get(key)] if kind == "string" else [])
         assert not any(secret in (v or "") or marker in (v or "") for v in values), key
-    assert any(a["action"] == "user.erase" and a["operator_id"] == "dpo" for a in audit_log(pstack))
+    assert any(a["action"] == "user.erase" and a["operator_id"] == "dpo" for a in audit_records(pstack))
 
 
 def _redis_mentions(prt, key, needle) -> bool:
