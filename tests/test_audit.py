@@ -9,14 +9,13 @@ import hashlib
 import json
 import multiprocessing
 import os
-import subprocess
-import sys
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from es_stub import StubElasticsearch
+from typer.testing import CliRunner, Result
 
 from memory.audit import FileAuditLog, VerifyReport, eviction_record, graph_write_record, record, verify
 from memory.audit.elasticsearch import MAPPINGS, ElasticsearchAuditSink
@@ -29,10 +28,8 @@ from memory.registry import open_backend
 from memory.settings import Settings
 from memory.userhash import hashing_key
 from tests.polling import wait_until
+from workers.cli import app
 from workers.local.stack import free_port
-
-ROOT = Path(__file__).resolve().parent.parent
-
 
 KEY = hashing_key(b"k" * 32)
 
@@ -243,31 +240,31 @@ def test_the_registry_opens_the_file_sink_from_the_settings(tmp_path):
 
 # --- the verify command ------------------------------------------------------------------------------
 
-def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("MNEME_")}
-    return subprocess.run([sys.executable, "-m", "memory.audit", *args], cwd=ROOT, env={**clean, **env},
-                          capture_output=True, text=True, timeout=60)
+def run_cli(*args: str, **env: str) -> Result:
+    """``mneme audit ARGS`` in process, with no settings from this environment but ``env``."""
+    unset: dict[str, str | None] = {k: None for k in os.environ if k.startswith("MNEME_")}
+    return CliRunner(env={**unset, **env}).invoke(app, ["audit", *args])
 
 
 def test_the_verify_command_exit_codes(tmp_path):
     path = chain_of(4, tmp_path / "audit.jsonl")
     ok = run_cli("verify", str(path))
-    assert ok.returncode == 0 and ok.stdout.startswith("ok:") and "4 records" in ok.stdout
+    assert ok.exit_code == 0 and ok.stdout.startswith("ok:") and "4 records" in ok.stdout
     assert len(ok.stdout.strip().splitlines()) == 1
-    assert run_cli("verify", f"file://{path}").returncode == 0
-    assert run_cli("verify", MNEME_DATA_DIR=str(tmp_path)).returncode == 0  # default: the settings' file
+    assert run_cli("verify", f"file://{path}").exit_code == 0
+    assert run_cli("verify", MNEME_DATA_DIR=str(tmp_path)).exit_code == 0  # default: the settings' file
 
     ls = lines(path)
     path.write_bytes(b"".join(ls[:1] + ls[2:]))
     broken = run_cli("verify", str(path))
-    assert broken.returncode == 1 and broken.stdout.startswith("TAMPERED") and "line 2:" in broken.stdout
+    assert broken.exit_code == 1 and broken.stdout.startswith("TAMPERED") and "line 2:" in broken.stdout
 
-    assert run_cli("verify", str(tmp_path / "missing.jsonl")).returncode == 2
-    assert run_cli().returncode == 2
-    assert run_cli("verify", "a", "b").returncode == 2
-    assert run_cli("check", str(path)).returncode == 2
+    assert run_cli("verify", str(tmp_path / "missing.jsonl")).exit_code == 2
+    assert run_cli().exit_code == 2
+    assert run_cli("verify", "a", "b").exit_code == 2
+    assert run_cli("check", str(path)).exit_code == 2
     not_a_file = run_cli("verify", MNEME_AUDIT_URL="elasticsearch://127.0.0.1:9200/audit")
-    assert not_a_file.returncode == 2 and "pass PATH" in not_a_file.stderr
+    assert not_a_file.exit_code == 2 and "pass PATH" in not_a_file.stderr
 
 
 # --- the Elasticsearch sink, against the stub ---------------------------------------------------------

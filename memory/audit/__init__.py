@@ -6,7 +6,7 @@
 Every record carries at least ``id, ts, tenant, user, operator_id, source, action`` (``user`` is a keyed hash
 of tenant and user id, ``memory.userhash``, never the id itself) plus optional fields such as
 ``confidence_before/after``. The same event always gets the same ``id``, so a sink can recognise a re-sent
-record. ``python -m memory.audit verify [PATH]`` checks a file's hash chain.
+record. ``mneme audit verify [PATH]`` (``workers.cli.audit``) checks a file's hash chain.
 """
 
 from __future__ import annotations

@@ -211,7 +211,7 @@ class FileAuditLog:
         if isinstance(digest, str) and _HEX64.fullmatch(digest):
             return digest
         log.warning("audit log %s: the last line is not a chained record; starting a new chain after it "
-                    "(`python -m memory.audit verify` will report it)", self._path)
+                    "(`mneme audit verify` will report it)", self._path)
         return GENESIS
 
 
