@@ -1,5 +1,6 @@
 """One way to run a whole stack in tests: a real embedded Valkey, the API and Celery workers, in a fresh
-data dir on free ports, with the given MNEME_* settings, stopped afterwards."""
+data dir on free ports, with the given MNEME_* settings, stopped afterwards; and one way to read or wait for
+what it does (its audit records, its queues drained, a rewrite of its Redis's append-only file)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from pathlib import Path
 
 from memory.audit.file import settled_lines
 from memory.embedding import TABLE_PREFIX
+from memory.mneme import Mneme
+from tests.polling import wait_until
+from workers.celery_app import QUEUES
 from workers.local.stack import Stack, free_port
 
 #: One copy of the embedder's token table for the stacks of every test run: a data dir's first start writes the
@@ -70,3 +74,21 @@ def audit_records(stack: Stack) -> list[dict]:
     """The records in the stack's audit file, as it was at a moment no writer was mid-append (the stack's
     workers may be writing to it)."""
     return [json.loads(raw) for raw in settled_lines(Path(stack.settings.audit.removeprefix("file://")))]
+
+
+def drain(rt: Mneme, timeout: float = 60.0) -> None:
+    """Until every queue is empty and nothing is in flight (kombu keeps late-ack messages unacknowledged)."""
+    wait_until(lambda: sum(rt.state.client.llen(q) for q in QUEUES) == 0 and rt.state.broker.in_flight() == 0,
+               timeout, f"queues drained (queued {[rt.state.client.llen(q) for q in QUEUES]}, "
+                        f"in flight {rt.state.broker.in_flight()})")
+
+
+def wait_aof_rewrite(rt: Mneme, after: int | None = None, timeout: float = 60.0) -> None:
+    """Until no rewrite of Redis's append-only file is running or scheduled (and, with ``after``, the count of
+    rewrites is past it: one more has finished)."""
+    def done() -> bool:
+        info = rt.state.client.info("persistence")
+        return not (info["aof_rewrite_in_progress"] or info["aof_rewrite_scheduled"]) and (
+            after is None or info["aof_rewrites"] > after)
+
+    wait_until(done, timeout, "an append-only file rewrite")

@@ -17,7 +17,8 @@ from memory.graph import Status
 from memory.services import maintenance
 from memory.state import keys
 from memory.userhash import user_hash
-from tests.stacks import audit_records
+from tests.polling import wait_until
+from tests.stacks import audit_records, wait_aof_rewrite
 
 T = "default"
 HEX_TO_ZH = "甲乙丙丁戊己庚辛壬癸子丑寅卯辰巳"
@@ -32,14 +33,6 @@ def say(client, user, session, texts, start=0, ts=None):
     return [client.remember(user_id=user, session_id=session, message_id=f"m{i}", role=role, content=text,
                             client_ts=ts or time.time() - 100 + i).job_id
             for i, (role, text) in enumerate(texts, start)]
-
-
-def poll(condition, what: str, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while not (found := condition()):
-        assert time.monotonic() < deadline, f"not within {timeout}s: {what}"
-        time.sleep(0.1)
-    return found
 
 
 def session_values(rt, session_id: str) -> list[str]:
@@ -70,14 +63,6 @@ def files_holding(data_dir, needles: list[str]) -> list[str]:
         if any(n.encode() in data for n in needles):
             found.append(str(path.relative_to(data_dir)))
     return found
-
-
-def wait_aof_rewrite(rt, after: int) -> None:
-    def done() -> bool:
-        info = rt.state.client.info("persistence")
-        return not (info["aof_rewrite_in_progress"] or info["aof_rewrite_scheduled"]) and info["aof_rewrites"] > after
-
-    poll(done, "an append-only file rewrite")
 
 
 def set_child(stack, user):
@@ -117,7 +102,7 @@ def test_setting_child_mode_brings_what_is_held_under_child_rules(stack, runtime
     jobs += say(client, user, c, [("user", "哈哈")], start=20, ts=time.time() - 40 * 86400)  # old small talk
     client.wait(jobs)
     undone = client.rollback(b)  # 撤回: m11 is kept only by an older snapshot now
-    poll(lambda: client.job(jobs[-2]).state == "retracted", "the undone message's retraction")
+    wait_until(lambda: client.job(jobs[-2]).state == "retracted", 30, "the undone message's retraction")
     runtime.maintenance.archive_user(T, user, maintenance.Report(), time.time())  # the small talk goes cold
     assert runtime.maintenance.archive.list(user_prefix(T, user))
     assert {b.relation for b in client.profile(user, include_inactive=True).beliefs} >= {"name", "likes"}
@@ -147,7 +132,7 @@ def test_setting_child_mode_brings_what_is_held_under_child_rules(stack, runtime
         return [r for r in audit_records(stack)
                 if r["action"] == "child_mode.convert" and r["user"] == user_hash(runtime.user_hash_key, T, user)]
 
-    [audit] = poll(converted, "the conversion's audit record")
+    [audit] = wait_until(converted, 30, "the conversion's audit record")
     assert audit["operator_id"] == "parent" and audit["sessions"] == 3 and audit["messages_sealed"] >= 9
     assert audit["full_texts_sealed"] == 1 and audit["events_stripped"] >= 7 and audit["archived_events_stripped"] == 1
     assert audit["beliefs_removed"] >= 3 and audit["reviews_removed"] >= 1

@@ -26,6 +26,7 @@ from memory.models import Role
 from memory.state import keys
 from memory.state.deadletters import DeadLetters
 from tests.accepted import write_job
+from tests.polling import wait_until
 from workers.celery_app import create_celery
 from workers.cli import app
 from workers.local.stack import Stack, free_port
@@ -50,15 +51,6 @@ def cli(stack):
         return runner.invoke(app, list(args), catch_exceptions=False)
 
     return invoke
-
-
-def wait_for(check, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if found := check():
-            return found
-        time.sleep(0.1)
-    raise TimeoutError("condition not met")
 
 
 def letter_or_none(client, letter_id):
@@ -166,14 +158,14 @@ def test_a_poison_task_lands_in_dead_letters_and_replays_into_them_again(runtime
     runtime.state.client.hset(keys.job(job_id), "payload", json.dumps({"role": "robot", "content": "秘密 secret"}))
     kwargs = {"job_id": job_id}  # tasks carry ids: the malformed message is the job's
     sent = celery.send_task("memory.extract", kwargs=kwargs)
-    letter = wait_for(lambda: letter_or_none(runtime.state.client, sent.id))
+    letter = wait_until(lambda: letter_or_none(runtime.state.client, sent.id), 30, "the dead letter")
     assert (letter.task, letter.queue, letter.job_id, letter.kwargs) == ("memory.extract", "extract", job_id, kwargs)
     assert (letter.tenant, letter.user_id) == ("default", "u")  # whose it was, for erasure and export
     assert letter.error_type == "InvalidInput" and "role" in letter.error_message
     assert "File " in letter.traceback and "InvalidInput" in letter.traceback.splitlines()[-1]
     assert "robot" not in letter.model_dump_json() and "secret" not in letter.model_dump_json()
     assert len(letter.traceback.splitlines()) <= 20
-    job = wait_for(lambda: (j := runtime.state.jobs.get(job_id)).state == "failed" and j)
+    job = wait_until(lambda: (j := runtime.state.jobs.get(job_id)).state == "failed" and j, 30, "the job failed")
     assert "extract" in job.error and "validation" in job.error.lower()
 
     listed = cli("dead", "list", "--json", "--limit", "100000")
@@ -186,8 +178,9 @@ def test_a_poison_task_lands_in_dead_letters_and_replays_into_them_again(runtime
     replayed = cli("dead", "replay", sent.id)
     assert replayed.exit_code == 0, replayed.output
     assert letter_or_none(runtime.state.client, sent.id) is None  # removed once sent
-    again = wait_for(lambda: next((d for d in DeadLetters(runtime.state.client).list(100_000)
-                                   if d.job_id == job_id and d.id != sent.id), None))
+    again = wait_until(lambda: next((d for d in DeadLetters(runtime.state.client).list(100_000)
+                                     if d.job_id == job_id and d.id != sent.id), None),
+                       30, "the replayed task's letter")
     assert again.kwargs == kwargs and again.error_type == "InvalidInput"  # re-sent, failed again, kept again
 
     assert cli("dead", "drop", again.id).exit_code == 0
@@ -202,13 +195,13 @@ def test_a_malformed_embed_request_lands_in_dead_letters(runtime, celery):
     job_id = accepted_job(runtime)
     runtime.state.client.hset(keys.job(job_id), "work", json.dumps({"mode": "full", "events": [{"bogus": True}]}))
     sent = celery.send_task("memory.embed", kwargs={"job_id": job_id})
-    letter = wait_for(lambda: letter_or_none(runtime.state.client, sent.id))
+    letter = wait_until(lambda: letter_or_none(runtime.state.client, sent.id), 30, "the dead letter")
     assert (letter.task, letter.queue, letter.job_id) == ("memory.embed", "embed", job_id)
     assert letter.kwargs == {"job_id": job_id} and letter.error_type == "InvalidInput"
-    job = wait_for(lambda: (j := runtime.state.jobs.get(job_id)).state == "failed" and j)
+    job = wait_until(lambda: (j := runtime.state.jobs.get(job_id)).state == "failed" and j, 30, "the job failed")
     assert "its extraction is malformed" in job.error
     nameless = celery.send_task("memory.embed", kwargs={})
-    nameless_letter = wait_for(lambda: letter_or_none(runtime.state.client, nameless.id))
+    nameless_letter = wait_until(lambda: letter_or_none(runtime.state.client, nameless.id), 30, "the nameless letter")
     assert nameless_letter.error_message == "an embed request names no job_id"
     for letter_id in (sent.id, nameless.id):
         DeadLetters(runtime.state.client).remove(letter_id)

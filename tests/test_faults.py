@@ -56,7 +56,7 @@ from memory.text import clean
 from tasks.maintenance import lost_jobs
 from tests.accepted import reopen_job, write_job
 from tests.polling import wait_until
-from tests.stacks import audit_records, restarted, running_stack
+from tests.stacks import audit_records, drain, restarted, running_stack
 from workers.celery_app import create_celery
 from workers.local.stack import Stack
 
@@ -160,13 +160,6 @@ def task_kwargs(raw: dict) -> dict:
 
 def queued(rt: Mneme, queue: str) -> list[dict]:
     return [json.loads(v) for v in rt.state.client.lrange(queue, 0, -1)]
-
-
-def drain(rt: Mneme, timeout: float = 60.0) -> None:
-    """Every queue empty and nothing in flight (kombu keeps late-ack messages unacknowledged)."""
-    wait_until(lambda: sum(rt.state.client.llen(q) for q in QUEUES) == 0 and rt.state.broker.in_flight() == 0,
-               timeout, f"queues drained (queued {[rt.state.client.llen(q) for q in QUEUES]}, "
-                        f"in flight {rt.state.broker.in_flight()})")
 
 
 def job_states(rt: Mneme, job_ids: list[str]) -> dict[str, str | None]:

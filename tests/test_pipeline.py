@@ -15,7 +15,7 @@ from memory.state import keys
 from memory.state.broker import job_ids_of
 from tests.accepted import reopen_job, write_job
 from tests.polling import wait_until
-from tests.stacks import restarted
+from tests.stacks import drain, restarted
 from workers.celery_app import create_celery
 from workers.local import demo
 
@@ -25,17 +25,6 @@ def celery(stack):
     app = create_celery(stack.settings)
     yield app
     app.close()
-
-
-def drain(runtime, timeout=60.0):
-    """Wait until every queue is empty and no task is in flight (kombu keeps late-ack messages unacknowledged)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        queued = sum(runtime.state.client.llen(q) for q in ("extract", "embed", "graph", "audit", "maintenance"))
-        if queued == 0 and runtime.state.broker.in_flight() == 0:
-            return
-        time.sleep(0.1)
-    raise TimeoutError("queues did not drain")
 
 
 def extraction_tasks(runtime) -> list[dict]:

@@ -16,7 +16,7 @@ from memory.mneme import Mneme
 from memory.settings import Settings
 from memory.state import keys
 from tests.polling import wait_until
-from tests.stacks import audit_records, running_stack
+from tests.stacks import audit_records, drain, running_stack, wait_aof_rewrite
 from workers.api.messages import retraction_task
 from workers.celery_app import ROUTES, create_celery
 
@@ -120,14 +120,14 @@ def test_erasure_leaves_nothing_of_the_user_in_any_store(pstack, prt, api, uid):
     assert removed["episodic_events"] >= 4 and removed["graph_relations"] >= 2 and removed["archive_objects"] >= 1
     assert removed["sessions"] == 2 and removed["keys"] == 1 and removed["devices"] == 1 and removed["reviews"] == 1
     assert removed["feedback_pairs"] == 1 and removed["policy"] == 1
-    _wait_drained(prt)  # the late message's task has run (or been dropped): nothing of it may come back
+    drain(prt)  # the late message's task has run (or been dropped): nothing of it may come back
     assert prt.state.jobs.states([late.job_id])[late.job_id] in (None, "dropped")  # erased, or dropped: never done
     assert profile(pstack, user) == [] and api.recall(user_id=user, query=secret).events == []
-    _wait_aof_rewrite(prt)
+    wait_aof_rewrite(prt)
     rewrites = prt.state.client.info("persistence")["aof_rewrites"]
     sweep = prt.privacy.sweep()  # the hourly sweeper: verifies, and rewrites the AOF now the queue has drained
     assert sweep["checked"] >= 1 and sweep["incomplete"] == 0
-    _wait_aof_rewrite(prt, after=rewrites)
+    wait_aof_rewrite(prt, after=rewrites)
     leaks = [str(p.relative_to(pstack.data_dir)) for p in pstack.data_dir.rglob("*")
              if p.is_file() and _contains(p, [secret.encode(), marker.encode()])]
     assert leaks == []  # no content anywhere: stores, AOF, archive, audit log, key file, logs, metrics files
@@ -149,28 +149,6 @@ def _redis_mentions(prt, key, needle) -> bool:
               "list": lambda: prt.state.client.lrange(key, 0, -1), "set": lambda: list(prt.state.client.smembers(key)),
               "zset": lambda: prt.state.client.zrange(key, 0, -1), "string": lambda: [prt.state.client.get(key) or ""]}
     return needle in key or any(needle in v for v in values.get(kind, list)())
-
-
-def _wait_aof_rewrite(prt, after: int | None = None) -> None:
-    """Until no AOF rewrite is running or scheduled (and, with ``after``, one more has finished)."""
-    deadline = time.monotonic() + 60
-    while True:
-        info = prt.state.client.info("persistence")
-        if not (info["aof_rewrite_in_progress"] or info["aof_rewrite_scheduled"]) and \
-                (after is None or info["aof_rewrites"] > after):
-            return
-        assert time.monotonic() < deadline, info
-        time.sleep(0.1)
-
-
-def _wait_drained(prt) -> None:
-    """Until every task queue on the broker is empty and no task is held unacknowledged by a worker."""
-    from workers.celery_app import QUEUES
-
-    deadline = time.monotonic() + 60
-    while any(prt.state.client.llen(q) for q in QUEUES) or prt.state.broker.in_flight():
-        assert time.monotonic() < deadline, {q: prt.state.client.llen(q) for q in QUEUES}
-        time.sleep(0.1)
 
 
 def _contains(path, needles) -> bool:
@@ -352,7 +330,7 @@ def test_every_file_the_stack_keeps_is_the_owners_only(pstack, prt, api, uid):
     say(api, user, [("user", "哈哈")], session=f"{user}-old", ts=time.time() - 40 * 86400, start=10)  # to archive
     create_celery(pstack.settings).send_task("memory.archive", kwargs={})
     wait_until(lambda: prt.maintenance.archive.list(user_prefix("default", user)), 30, "the small talk archived")
-    _wait_drained(prt)  # the task ended: none of its files comes or goes during the scan
+    drain(prt)  # the task ended: none of its files comes or goes during the scan
     opened = [f"{p.relative_to(pstack.data_dir)} {oct(p.stat().st_mode & 0o777)}"
               for p in [pstack.data_dir, *pstack.data_dir.rglob("*")]
               if not p.is_symlink() and p.stat().st_mode & 0o077]

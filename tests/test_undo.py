@@ -12,6 +12,7 @@ from memory import ids
 from memory.episodic import ALL_STATUSES
 from memory.state import keys
 from tests.polling import wait_until
+from tests.stacks import drain
 from workers.celery_app import create_celery
 
 TENANT = "default"
@@ -29,11 +30,6 @@ def window(client, uid, session="a"):
 def wait_retracted(client, job_id):
     """A retracted message's job says so once nothing of it is left in long-term memory."""
     wait_until(lambda: client.job(job_id).state == "retracted", 60, f"retracted: {job_id}")
-
-
-def drained(runtime):
-    queued = sum(runtime.state.client.llen(q) for q in ("extract", "embed", "graph", "audit", "maintenance"))
-    return queued == 0 and runtime.state.broker.in_flight() == 0
 
 
 def recalled(client, uid, query):
@@ -170,7 +166,7 @@ def test_retracting_again_changes_nothing(client, uid, runtime, stack):
     for _ in range(2):  # the broker redelivers the retraction, twice
         celery.send_task("memory.retract", queue="extract", kwargs={
             "tenant": TENANT, "user_id": f"u{uid}", "session_id": f"a{uid}", "message_ids": ["m1"]})
-    wait_until(lambda: drained(runtime), 60, "drained")
+    drain(runtime)
     after = (runtime.episodic.store.dump(TENANT, f"u{uid}", statuses=ALL_STATUSES),
              runtime.semantic.profile(TENANT, f"u{uid}", include_inactive=True), client.job(accepted.job_id))
     assert after == before
@@ -190,7 +186,7 @@ def test_taking_back_a_message_whose_work_is_still_queued_leaves_nothing_of_it(c
         stack.start_one("worker-pipeline")
         stack.wait_ready(wait_embedder=False)
     wait_retracted(client, accepted.job_id)
-    wait_until(lambda: drained(runtime), 60, "drained")
+    drain(runtime)
     assert runtime.episodic.store.dump(TENANT, f"u{uid}", statuses=ALL_STATUSES) == []
     assert runtime.semantic.profile(TENANT, f"u{uid}", include_inactive=True) == []
     events, facts = recalled(client, uid, "天文学 我几岁")
