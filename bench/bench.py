@@ -86,21 +86,25 @@ SHORT_TEXTS = ["我今年17岁，上高二", "我总把加速度和速度搞混"
 
 def bench_extract(n: int) -> dict:
     """``memory.extraction.extract`` in one process (one core) over the bench conversations (user and
-    assistant messages as they come), and over the eight short user lines the former smoke benchmark used."""
+    assistant messages as they come), and over the eight short user lines the former smoke benchmark used;
+    beside it the raw baseline: the same messages only segmented (``memory.text.tokenize``, jieba-rs), which
+    extraction does once for each message besides its rules — the box's speed, measured in the same run."""
     from memory.extraction import extract
+    from memory.text import tokenize
 
-    def rate(texts: list[tuple[str, str]]) -> float:
+    def rate(texts: list[tuple[str, str]], step: Callable[[Message], object]) -> float:
         messages = [Message(tenant=TENANT, user_id="u", session_id="s", message_id=f"m{i}", role=Role(role),
                             content=clean(text), client_ts=1.0) for i, (role, text) in enumerate(texts)]
         for m in messages:
-            extract(m)
+            step(m)
         t = time.perf_counter()
         for i in range(n):
-            extract(messages[i % len(messages)])
+            step(messages[i % len(messages)])
         return n / (time.perf_counter() - t)
 
-    return {"messages": n, "messages_per_s_one_core": rate(corpus()),
-            "short_lines_messages_per_s_one_core": rate([("user", t) for t in SHORT_TEXTS])}
+    return {"messages": n, "messages_per_s_one_core": rate(corpus(), extract),
+            "raw_segmentation_messages_per_s_one_core": rate(corpus(), lambda m: tokenize(m.content)),
+            "short_lines_messages_per_s_one_core": rate([("user", t) for t in SHORT_TEXTS], extract)}
 
 
 # --- embedder ------------------------------------------------------------------------------------

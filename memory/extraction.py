@@ -16,9 +16,11 @@ import html
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import NotRequired, TypedDict
 
 from memory import ids
+from memory.gates import Gates
 from memory.models import Event, EventType, Extraction, Fact, Message, Relation, Role
 from memory.text import keywords, sha256, summary, tokenize
 from memory.vocabulary import Vocabulary, load_vocabulary
@@ -71,19 +73,10 @@ class Rule:
     relation: Relation | None = None
     confidence: float = 0.8
     objects: Callable[[re.Match[str]], list[str]] = _groups
-    #: lower-case words one of which the text must hold for the pattern to be tried (every match holds one):
-    #: a pattern that opens on an optional or zero-width part is tried at every position, and most messages
-    #: hold none of them. Searched case-sensitively in the lower-cased text: a re.I search is 5× slower
-    gate: re.Pattern[str] | None = None
 
 
 def _rx(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.I)
-
-
-def _gate(words: str) -> re.Pattern[str]:
-    assert words == words.lower(), "a gate is searched in the lower-cased text"
-    return re.compile(words)
 
 
 _SCHOOL = r"(?:中学|高中|初中|小学|大学|学院|附中|[一二三四五六七八九十\d]+中)"
@@ -144,13 +137,13 @@ USER_RULES: tuple[Rule, ...] = (
              r"简单(?:一点|一些|点|些)?地?(?:回答|回复|作答))(?!\s*(?:[:：]|是|就是))|"
              r"(?:说|讲|回答|回复)得?(?:简短|简洁|短)(?:一点|一些|点|些)|"
              r"^\s*(?:请|麻烦)?你?(?:简短|简洁|精简)(?:一点|一些|点|些)\s*[!！。.~]*$"),
-         Relation.response_preference, 0.8, _short_zh, _gate("简|短")),
+         Relation.response_preference, 0.8, _short_zh),
     Rule(EventType.preference,
          _rx(r"(?:别|不要|不用|无需|不需要)(?:(?:给我|跟我|和我|对我)(?:讲|说|回答|回复|解释|答)?|讲|说|回答|回复|解释)得?"
              r"(?:太|那么|这么|很)?(?:长|多|啰嗦|啰唆|罗嗦|冗长)(?!时间|期|大|久|远|途|城|江|高|辈|度|少)|"
              r"(?:回答|回复|解释|讲解)(?:别|不要)(?:太|那么|这么)?(?:长|啰嗦|冗长)|"
              r"(?:别|不要)(?:再)?(?:啰嗦|啰唆|罗嗦|长篇大论)|长话短说"),
-         Relation.response_preference, 0.8, _short_zh, _gate("别|不要|不用|无需|不需要|长话")),
+         Relation.response_preference, 0.8, _short_zh),
     Rule(EventType.preference,
          _rx(rf"\bkeep (?:your |the |my |these |those )?{_EN_ANSWERS} (?:short|brief|concise)\b|"
              rf"(?:^|[,.!;]\s*|\b(?:please|pls|just|and|so)\s+)(?:keep (?:it|them)|be) (?:short|brief|concise)\b|"
@@ -159,7 +152,7 @@ USER_RULES: tuple[Rule, ...] = (
              rf"concise)(?:er)? {_EN_ANSWERS}|\b(?:short|brief) {_EN_ANSWERS} only\b|"
              rf"\b(?:don't|do not|dont|no) (?:give me )?(?:long|lengthy|wordy) {_EN_ANSWERS}|"
              rf"\byour {_EN_ANSWERS} (?:are|is) (?:way |much |far )?too long"),
-         Relation.response_preference, 0.8, _short_en, _gate("short|brief|concise|long")),
+         Relation.response_preference, 0.8, _short_en),
     # confusion about a concept
     Rule(EventType.concept_confusion,
          _rx(rf"(?:把|将)({_SPAN}{{1,15}}?)(?:和|与|跟)({_SPAN}{{1,15}}?)(?:搞混|弄混|混淆|搞错|弄错|分不清|弄反|记混)"),
@@ -187,8 +180,8 @@ USER_RULES: tuple[Rule, ...] = (
     Rule(EventType.goal, _rx(rf"我(?:想|要|希望|打算|计划)要?((?:考上|学会|提高|通过|掌握|拿到){_SPAN}{{1,20}})"),
          Relation.goal, 0.7),
     Rule(EventType.goal, _rx(r"\bi (?:want|hope|plan|would like|'d like) to\s+([^,.!?;\n]{1,40})"), Relation.goal, 0.7),
-    Rule(EventType.goal, _rx(_ZH_GOAL), Relation.goal, 0.8, gate=_gate("目标|goal")),
-    Rule(EventType.goal, _rx(_EN_GOAL), Relation.goal, 0.8, gate=_gate("goal")),
+    Rule(EventType.goal, _rx(_ZH_GOAL), Relation.goal, 0.8),
+    Rule(EventType.goal, _rx(_EN_GOAL), Relation.goal, 0.8),
     Rule(EventType.emotion, _rx(r"我(?:好|很|有点|非常|真|太)?(累|烦|焦虑|紧张|开心|高兴|难过|沮丧|压力大|崩溃)"),
          Relation.emotion_state, 0.6),
     Rule(EventType.emotion,
@@ -201,14 +194,11 @@ USER_RULES: tuple[Rule, ...] = (
          Relation.school, 0.85),
     Rule(EventType.operation_failure, _rx(r"(打不开|没反应|报错|崩溃了|闪退|失败了|出错了|用不了)")),
     Rule(EventType.operation_failure,
-         _rx(r"\b(doesn't work|does not work|crashed|crashes|not working|won't load|keeps failing)\b"),
-         gate=_gate("work|crash|load|fail")),
+         _rx(r"\b(doesn't work|does not work|crashed|crashes|not working|won't load|keeps failing)\b")),
     Rule(EventType.feedback,
-         _rx(r"((?:这个|你的)?(?:解释|回答|例子|方法)(?:很|真|太|不太|不)?(?:好|棒|清楚|有用|没用|有帮助)|谢谢|懂了|明白了)"),
-         gate=_gate("解释|回答|例子|方法|谢谢|懂了|明白了")),
+         _rx(r"((?:这个|你的)?(?:解释|回答|例子|方法)(?:很|真|太|不太|不)?(?:好|棒|清楚|有用|没用|有帮助)|谢谢|懂了|明白了)")),
     Rule(EventType.feedback,
-         _rx(r"\b(thanks|thank you|that helps|that helped|that didn't help|makes sense|got it)\b"),
-         gate=_gate("thank|help|sense|got it")),
+         _rx(r"\b(thanks|thank you|that helps|that helped|that didn't help|makes sense|got it)\b")),
 )
 
 #: A correct statement of a concept's core fact shows mastery of it (and is counter-evidence to a
@@ -244,9 +234,10 @@ def extract(message: Message, vocabulary: Vocabulary | None = None) -> Extractio
     found: dict[EventType, tuple[list[str], float]] = {}
     facts: list[Fact] = []
     if message.role is Role.user:
-        lowered = text.lower()
+        # a flag for each pattern, in ``_gates``' order: the text holds a string it needs (``memory.gates``)
+        tried = iter(_gates(vocabulary).admitted(text))
         for rule in USER_RULES:
-            if rule.gate is not None and not rule.gate.search(lowered):
+            if not next(tried):
                 continue
             for match in rule.pattern.finditer(text):
                 objects = rule.objects(match)
@@ -260,10 +251,12 @@ def extract(message: Message, vocabulary: Vocabulary | None = None) -> Extractio
                 if relation is not None:
                     facts += [_fact(message, rule.event_type, relation, o, rule.confidence) for o in objects]
         for pattern, concept in MASTERY:
-            if pattern.search(text):
+            if next(tried) and pattern.search(text):
                 found.setdefault(EventType.statement, ([], 0.6))
                 facts.append(_fact(message, EventType.statement, Relation.mastery, concept, 0.6))
         for extra in vocabulary.rules:
+            if not next(tried):
+                continue
             objects = [o for m in extra.pattern.finditer(text) if (o := _object(m.group(1) or ""))]
             if objects:
                 names, conf = found.get(extra.event_type, ([], 0.0))
@@ -288,6 +281,14 @@ def extract(message: Message, vocabulary: Vocabulary | None = None) -> Extractio
         shared["weight"] = IMPERSONAL_QUESTION_WEIGHT
     events = [_event(message, kind, names, conf, shared) for kind, (names, conf) in found.items()]
     return Extraction(events=events, facts=_dedupe(facts))
+
+
+@lru_cache(maxsize=8)
+def _gates(vocabulary: Vocabulary) -> Gates:
+    """The gates of every pattern a user's message is tried on, in the order ``extract`` tries them: the
+    built-in rules', mastery's, the vocabulary's."""
+    return Gates([rule.pattern for rule in USER_RULES] + [pattern for pattern, _ in MASTERY]
+                 + [rule.pattern for rule in vocabulary.rules])
 
 
 class _Shared(TypedDict):
