@@ -193,7 +193,7 @@ def mneme_in_process(users: list[dict], queries: list[dict], embedder, data_dir:
     from memory.extraction import extract
     from memory.mneme import Mneme
     from memory.models import Message, Role
-    from memory.pipeline import CONTEXT_MAX_CHARS, EMBED_MAX_CHARS
+    from memory.pipeline import EMBED_MAX_CHARS
     from memory.recall import recall
     from workers.local.stack import Stack
 
@@ -206,8 +206,8 @@ def mneme_in_process(users: list[dict], queries: list[dict], embedder, data_dir:
         for user in users:
             msgs = messages(user)
             texts = [html.unescape(clean(m["content"])) for m in msgs]
-            before = ["", *texts[:-1]]  # the turn before, as the embed stage reads it from working memory
-            contexts = [b[:CONTEXT_MAX_CHARS] if i and msgs[i - 1]["session_id"] == m["session_id"] else ""
+            before = ["", *texts[:-1]]  # the turn before, whole, as the embed stage reads it
+            contexts = [b[:EMBED_MAX_CHARS] if i and msgs[i - 1]["session_id"] == m["session_id"] else ""
                         for i, (m, b) in enumerate(zip(msgs, before, strict=True))]
             vectors = embed_in_context(embedder, [t[:EMBED_MAX_CHARS] for t in texts], contexts,
                                        mneme.settings.context_vector_weight)

@@ -33,9 +33,10 @@ from memory.progress import Tick
 from memory.provenance import Messages
 from memory.state.jobs import Declaration, JobInput, JobWork
 from memory.state.policy import CHILD_AGE, Policy
+from memory.state.working import StoredMessage
 
 EMBED_MAX_CHARS = 1000
-CONTEXT_MAX_CHARS = 300
+CONTEXT_MAX_CHARS = 300  # of a turn never embedded for itself (a system or tool message), as context
 log = logging.getLogger("mneme.pipeline")
 RETRACTED_NOTE = "its message was taken back (撤回) by a rollback: nothing of it is kept in long-term memory"
 ERASED_NOTE = "the user was erased after this message arrived"
@@ -213,18 +214,32 @@ def anchor_facts(mneme: Mneme, message: Message, facts: list[Fact]) -> list[Fact
     return [f.model_copy(update={"object": anchoring.anchor(f.object, recent).name}) for f in facts]
 
 
-def previous_turns(mneme: Mneme, items: Sequence[EmbedItem]) -> list[str]:
-    """For each message, the session's turn just before it ('' if none, or in child mode): what a reply
-    answers. Read from working memory (the sessions' windows in one round trip), so no task carries another
-    message's text."""
+def contexts(mneme: Mneme, items: Sequence[EmbedItem]) -> list[str]:
+    """For each message, what its vector adds a share of: the session's turn just before it, what a reply
+    answers ('' if none, or in child mode). A user's or assistant's turn is taken whole, as it is embedded
+    for itself, so its vector is the one that turn got (in the same batch, or among the embedder's recent
+    vectors) and costs no second embedding; a system or tool message, never embedded for itself, gives its
+    first ``CONTEXT_MAX_CHARS`` characters. Read from working memory (the sessions' windows in one round
+    trip; the whole texts of cut replies not in the batch in one more), so no task carries another message's
+    text."""
     wanted = [(item.tenant, item.events[0].session_id, item.events[0].message_ids[0])
               for item in items if item.text and item.events]
     before = iter(mneme.working.turns_before(wanted))
-    turns = []
-    for item in items:
-        turn = next(before) if item.text and item.events else None
-        turns.append(turn.content if turn else "")
-    return turns
+    turns = [(item.tenant, next(before)) if item.text and item.events else (item.tenant, None) for item in items]
+    whole: dict[tuple[str, str, str], str | None] = {(i.tenant, i.session_id, i.message_id): i.text for i in items}
+    cut = {(tenant, turn.session_id, turn.message_id) for tenant, turn in turns
+           if turn and turn.truncated and turn.role in REMEMBERED_ROLES} - whole.keys()
+    whole |= dict(zip(cut, mneme.working.full_texts(list(cut)), strict=True))
+
+    def context(tenant: str, turn: StoredMessage | None) -> str:
+        if turn is None:
+            return ""
+        if turn.role not in REMEMBERED_ROLES:
+            return html.unescape(turn.content)[:CONTEXT_MAX_CHARS]
+        text = whole.get((tenant, turn.session_id, turn.message_id)) if turn.truncated else None
+        return html.unescape(text or turn.content)[:EMBED_MAX_CHARS]
+
+    return [context(tenant, turn) for tenant, turn in turns]
 
 
 def embed_stage(mneme: Mneme, items: Sequence[EmbedItem]) -> list[dict[str, Any]]:
@@ -240,8 +255,7 @@ def embed_stage(mneme: Mneme, items: Sequence[EmbedItem]) -> list[dict[str, Any]
         mneme.state.jobs.finish(item.job_id, "retracted", RETRACTED_NOTE)
     items = [i for i in items if i not in retracted]
     texts = [html.unescape(item.text)[:EMBED_MAX_CHARS] for item in items]
-    contexts = [html.unescape(turn)[:CONTEXT_MAX_CHARS] for turn in previous_turns(mneme, items)]
-    vectors = embed_in_context(mneme.embedder, texts, contexts, mneme.settings.context_vector_weight)
+    vectors = embed_in_context(mneme.embedder, texts, contexts(mneme, items), mneme.settings.context_vector_weight)
     events = [event for item in items for event in item.events]
     rows = np.stack([vectors[i] for i, item in enumerate(items) for _ in item.events]) if events else vectors
     said = {event.event_id: item.text for item in items for event in item.events}  # event ids are per user

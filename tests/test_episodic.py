@@ -147,3 +147,51 @@ def test_one_embed_batch_never_mixes_up_users_sharing_a_message_id(runtime, uid)
     for item in items:
         [stored] = runtime.episodic.store.get("default", item.user_id, [item.events[0].event_id])
         assert runtime.episodic.reveal(stored).text == item.text
+
+
+def test_a_reply_to_a_long_answer_adds_that_answer_whole_and_the_model_embeds_each_text_once(client, runtime, uid):
+    """What a reply answers is the turn before it as that turn was embedded for itself: a long answer whole
+    (working memory shows it cut), so the answer's own vector serves and the model never embeds a piece of it
+    a second time — an agent's answers are long, and such a piece cost more than the reply itself; a tool's
+    output, never embedded for itself, gives its first 300 characters."""
+    import html
+
+    from memory import pipeline
+    from memory.embedding import RecentVectors, embed_in_context
+    from memory.extraction import extract
+    from memory.models import Message, Role
+    from memory.text import clean
+
+    answer = "光的折射：光从一种介质斜射入另一种介质时，传播方向发生改变。Snell's law: n1·sin θ1 = n2·sin θ2. " * 12
+    said = [(1, "assistant", answer), (2, "user", "明白了，那全反射什么时候发生？"),
+            (3, "tool", "search results: total internal reflection … " * 20),
+            (4, "assistant", "全反射发生在光从光密介质射向光疏介质时。")]
+    items = []
+    for i, role, text in said:
+        client.remember(user_id=f"u{uid}", session_id=f"s{uid}", message_id=f"m{i}", role=role, content=text,
+                        client_ts=1_700_000_000 + i)
+        message = Message(tenant="default", user_id=f"u{uid}", session_id=f"s{uid}", message_id=f"m{i}",
+                          role=Role(role), content=clean(text), client_ts=1_700_000_000 + i)
+        items.append(pipeline.EmbedItem(job_id=f"j{i}", text=message.content, events=extract(message).events,
+                                        tenant="default", user_id=f"u{uid}", received_at=time.time(),
+                                        session_id=f"s{uid}", message_id=f"m{i}"))
+    assert client.messages(f"s{uid}").messages[0].truncated  # the window shows the answer cut
+    assert pipeline.contexts(runtime, [items[1], items[3]]) == [
+        html.unescape(clean(answer))[:pipeline.EMBED_MAX_CHARS],
+        html.unescape(clean(said[2][2]))[:pipeline.CONTEXT_MAX_CHARS]]
+
+    embedded: list[str] = []
+
+    class Counted:  # the real model, each text it is given counted
+        model = USEEmbedder()
+        name, dim = model.name, model.dim
+
+        def embed(self, texts):
+            embedded.extend(texts)
+            return self.model.embed(texts)
+
+    recent = RecentVectors(Counted())
+    for item in (items[0], items[1]):  # the answer in one batch, the reply in the next
+        texts = [html.unescape(item.text)[:pipeline.EMBED_MAX_CHARS]]
+        embed_in_context(recent, texts, pipeline.contexts(runtime, [item]), runtime.settings.context_vector_weight)
+    assert embedded == [html.unescape(clean(text))[:pipeline.EMBED_MAX_CHARS] for _, _, text in said[:2]]

@@ -455,6 +455,20 @@ class WorkingMemory:
             raise NotFound(f"no message {message_id!r} in session {session_id!r}")
         if reply[0] == "gone":
             raise NotFound(f"message {message_id!r} has left working memory; search long-term memory instead")
+        return self._got(tenant, session_id, message_id, reply)
+
+    def full_texts(self, messages: Sequence[tuple[str, str, str]]) -> list[str | None]:
+        """``get``'s full text for each (tenant, session id, message id), in one round trip; None for one no
+        longer in working memory."""
+        pipe = self._redis.pipeline(transaction=False)
+        for tenant, session_id, message_id in messages:
+            self._script(keys=self._keys(tenant, session_id), args=["get", message_id], client=pipe)
+        with telemetry.observe_working("get"):
+            replies = pipe.execute() if messages else []
+        return [self._got(*message, reply)[1] if reply[0] not in ("missing", "gone") else None
+                for message, reply in zip(messages, replies, strict=True)]
+
+    def _got(self, tenant: str, session_id: str, message_id: str, reply: list[Any]) -> tuple[StoredMessage, str]:
         [record] = self._opened(tenant, reply[3], self._parse(session_id, [reply[1]]))
         full = reply[2] or record.content
         return record, open_text(self._open_key(tenant, reply[3]), full, f"{session_id}\x1f{message_id}") or full
