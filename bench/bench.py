@@ -176,7 +176,11 @@ def notes(r: dict) -> list[str]:
                    + (f"; light traffic: {o['messages']} messages of one user's session POSTed on the idle stack one "
                       f"at a time, each once the one before was done (its job asked every 5 ms); raw baseline: "
                       f"USEEmbedder(threads=1) on one of those sentences (median)"
-                      if (o := e.get("one_at_a_time")) else ""))
+                      if (o := e.get("one_at_a_time")) else "")
+                   + (f"; an agent's answers: the bench conversations with each assistant reply followed by 3 to 10 "
+                      f"others of the corpus (bench.load.long_answers), {g['messages']} messages POSTed and done as "
+                      f"above; raw baseline: the embedder on those texts as the embed stage embeds them"
+                      if (g := e.get("long_answers")) else ""))
     if "api" in r:
         a = r["api"]
         out.append(f"API load: {a['generator']}; {a['api_workers']} uvicorn workers; the stack's Celery workers "

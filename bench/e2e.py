@@ -1,15 +1,19 @@
 """End to end: messages/s from POST /v1/messages until every job is done, against the raw embedder on the same
 texts; the pipeline alone (a drained backlog), 32 messages a POST, the pipeline alone for users past the event
-layer's cap (the bench's other users are new ones), and light traffic (messages one at a time on the idle stack:
-how long until each is done, against the raw embedder on one sentence) beside it (``e2e`` of ``bench.bench``)."""
+layer's cap (the bench's other users are new ones), light traffic (messages one at a time on the idle stack: how
+long until each is done, against the raw embedder on one sentence), and end to end again for conversations whose
+answers are at a chat model's length (``long_answers``), against the raw embedder on those texts (``e2e`` of
+``bench.bench``)."""
 
 from __future__ import annotations
 
 import asyncio
+import html
 import json
 import os
 import statistics
 import time
+from typing import Any
 
 import httpx
 
@@ -18,11 +22,13 @@ from bench.load import (
     cpu_ms_each,
     cpu_seconds,
     enqueue_all,
+    long_answers,
     message_body,
     send_all,
     wait_finished,
 )
 from memory.mneme import Mneme
+from memory.pipeline import EMBED_MAX_CHARS
 from memory.text import clean
 from workers.local.stack import Stack
 
@@ -36,29 +42,14 @@ def bench_e2e(stack: Stack, n: int) -> dict:
         return role, f"{text} #{i}"
 
     bodies = [message_body(i, unique(i)[1], unique(i)[0], 40, 25, ts + i) for i in range(n)]
-    cpu_before, client_before = cpu_seconds(stack), sum(os.times()[:2])
-    started = time.perf_counter()
-    job_ids = asyncio.run(enqueue_all(stack.api_port, bodies, 16))
-    enqueued = time.perf_counter() - started
-    states = wait_finished(Mneme(stack.settings).state.jobs, job_ids, started, 0.1)
-    elapsed = time.perf_counter() - started
-    cpu_after, client_cpu = cpu_seconds(stack), sum(os.times()[:2]) - client_before
+    main = _end_to_end(stack, bodies)
     probe = httpx.post(stack.api_url + "/v1/recall", json={"user_id": "u1", "query": bodies[1]["content"]},
                        timeout=30).json()
     # the raw embedder alone: the same texts, the same thread count and batch size as the embed worker
     from memory.embedding import USEEmbedder
 
     embedder = USEEmbedder(threads=1)
-    cleaned = [clean(b["content"]) for b in bodies]
-    embedder.embed(cleaned[:32])
-    batch = stack.settings.embed_batch_size
-    raw_rates = []
-    for _ in range(2):  # the better of two runs: the baseline is not penalised by a noisy moment
-        t = time.perf_counter()
-        for i in range(0, len(cleaned), batch):
-            embedder.embed(cleaned[i:i + batch])
-        raw_rates.append(len(cleaned) / (time.perf_counter() - t))
-    raw_rate = max(raw_rates)
+    raw_rate = _raw_rate(embedder, [b["content"] for b in bodies], stack.settings.embed_batch_size)
     drained = _drain(stack, [message_body(n + i, unique(n + i)[1], unique(n + i)[0], 40, 25, ts + n + i)
                              for i in range(n)])
     batched = _batched(stack, [message_body(2 * n + i, unique(2 * n + i)[1], unique(2 * n + i)[0], 40, 25,
@@ -80,6 +71,12 @@ def bench_e2e(stack: Stack, n: int) -> dict:
         t = time.perf_counter()
         embedder.embed([clean(text)])
         raw_one.append(time.perf_counter() - t)
+    answers = long_answers()  # an agent's conversations: its answers at a chat model's length
+    first = 10 * n + fed
+    long_bodies = [message_body(first + i, f"{text} #{first + i}", role, 40, 25, ts + first + i)
+                   for i, (role, text) in enumerate(answers[i % len(answers)] for i in range(n))]
+    long = _end_to_end(stack, long_bodies)
+    long_raw = _raw_rate(embedder, [b["content"] for b in long_bodies], stack.settings.embed_batch_size)
     return {
         "pipeline_alone": drained | {"ratio": drained["messages_per_s"] / raw_rate},
         "batched": batched | {"ratio": batched["messages_per_s"] / raw_rate},
@@ -89,14 +86,52 @@ def bench_e2e(stack: Stack, n: int) -> dict:
             "raw_embed_one_p50_s": statistics.median(raw_one),
             "flush_intervals_s": stack.settings.extract_flush_interval_s + stack.settings.embed_flush_interval_s
             + stack.settings.graph_flush_interval_s},
-        "messages": n, "enqueue_seconds": enqueued, "all_done_seconds": elapsed,
-        "mneme_messages_per_s": n / elapsed, "raw_embedder_sentences_per_s": raw_rate,
-        "ratio": n / elapsed / raw_rate, "failed_jobs": sum(s == "failed" for s in states.values()),
+        "long_answers": {
+            "messages": n, "messages_per_s": long["messages_per_s"], "raw_embedder_sentences_per_s": long_raw,
+            "ratio": long["messages_per_s"] / long_raw, "failed_jobs": long["failed_jobs"],
+            "chars_per_text": statistics.mean(len(html.unescape(clean(b["content"]))) for b in long_bodies),
+            "cpu_ms_per_message": long["cpu_ms_per_message"],
+            "cpu_ms_per_message_by_process": {name: round(seconds / n * 1000, 2)
+                                              for name, seconds in long["cpu_seconds_per_process"].items()}},
+        "messages": n, "enqueue_seconds": main["enqueue_seconds"], "all_done_seconds": main["all_done_seconds"],
+        "mneme_messages_per_s": main["messages_per_s"], "raw_embedder_sentences_per_s": raw_rate,
+        "ratio": main["messages_per_s"] / raw_rate, "failed_jobs": main["failed_jobs"],
         "recall_probe_events": len(probe.get("events", [])),
-        "cpu_seconds_per_process": {k: round(cpu_after.get(k, 0) - v, 2) for k, v in cpu_before.items()},
-        "cpu_ms_per_message": round(sum(cpu_after.get(k, 0) - v for k, v in cpu_before.items()) / n * 1000, 2),
-        "client_cpu_ms_per_message": round(client_cpu / n * 1000, 2),  # this process: it sends, then polls
+        "cpu_seconds_per_process": main["cpu_seconds_per_process"], "cpu_ms_per_message": main["cpu_ms_per_message"],
+        "client_cpu_ms_per_message": main["client_cpu_ms_per_message"],  # this process: it sends, then polls
     }
+
+
+def _end_to_end(stack: Stack, bodies: list[dict]) -> dict:
+    """Every body POSTed on 16 keep-alive connections, then every job watched until done: messages/s from
+    the first POST until the last job is done, the CPU each stack process and this one spent."""
+    cpu_before, client_before = cpu_seconds(stack), sum(os.times()[:2])
+    started = time.perf_counter()
+    job_ids = asyncio.run(enqueue_all(stack.api_port, bodies, 16))
+    enqueued = time.perf_counter() - started
+    states = wait_finished(Mneme(stack.settings).state.jobs, job_ids, started, 0.1)
+    elapsed = time.perf_counter() - started
+    cpu_after, client_cpu = cpu_seconds(stack), sum(os.times()[:2]) - client_before
+    spent = {k: round(cpu_after.get(k, 0) - v, 2) for k, v in cpu_before.items()}
+    return {"messages_per_s": len(bodies) / elapsed, "enqueue_seconds": enqueued, "all_done_seconds": elapsed,
+            "failed_jobs": sum(s == "failed" for s in states.values()), "cpu_seconds_per_process": spent,
+            "cpu_ms_per_message": round(sum(spent.values()) / len(bodies) * 1000, 2),
+            "client_cpu_ms_per_message": round(client_cpu / len(bodies) * 1000, 2)}
+
+
+def _raw_rate(embedder: Any, texts: list[str], batch: int) -> float:
+    """The raw embedder's sentences/s on the texts as the embed stage embeds them (cleaned, at most
+    ``EMBED_MAX_CHARS``), in its batches; the better of two runs (the baseline is not penalised by a noisy
+    moment)."""
+    cleaned = [html.unescape(clean(text))[:EMBED_MAX_CHARS] for text in texts]
+    embedder.embed(cleaned[:batch])
+    rates = []
+    for _ in range(2):
+        t = time.perf_counter()
+        for i in range(0, len(cleaned), batch):
+            embedder.embed(cleaned[i:i + batch])
+        rates.append(len(cleaned) / (time.perf_counter() - t))
+    return max(rates)
 
 
 BATCHED = 32  # messages a POST /v1/messages/batch in the batched end to end

@@ -26,6 +26,17 @@ def corpus() -> list[tuple[str, str]]:
     return [(m["role"], m["content"]) for u in users for s in u["sessions"] for m in s["messages"]]
 
 
+def long_answers(seed: int = 1) -> list[tuple[str, str]]:
+    """``corpus`` with each assistant reply at a chat model's length: followed by 3 to 10 other replies of the
+    corpus (the bench conversations' answers are 62 characters on average; an agent's run to hundreds)."""
+    import random
+
+    rng, said = random.Random(seed), corpus()
+    replies = [text for role, text in said if role == "assistant"]
+    return [(role, " ".join([text, *rng.sample(replies, rng.randint(3, 10))]) if role == "assistant" else text)
+            for role, text in said]
+
+
 def queries() -> list[str]:
     return [q["query"] for q in json.loads((DATA / "queries.json").read_text(encoding="utf-8"))]
 

@@ -139,6 +139,11 @@ def _e2e(e: dict) -> list[Row]:
                past["messages_per_s"], HIGHER, show("{:.0f} sent/s", raw), show("{:.2f}x", past["ratio"]))]
           if (past := e.get("past_the_cap")) else []),
         *_light_traffic(e.get("one_at_a_time")),
+        *([row(f"  end to end, an agent's answers at a chat model's length ({long['chars_per_text']:.0f} chars a text)",
+               "{:.0f} msg/s", long["messages_per_s"], HIGHER,
+               show("{:.0f} sent/s", long["raw_embedder_sentences_per_s"]), show("{:.2f}x", long["ratio"]),
+               ">= 0.8x embedder", at_least(long["ratio"], 0.8))]
+          if (long := e.get("long_answers")) else []),
     ]
 
 
