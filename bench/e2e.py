@@ -13,7 +13,6 @@ import json
 import os
 import statistics
 import time
-from typing import Any
 
 import httpx
 
@@ -27,6 +26,7 @@ from bench.load import (
     send_all,
     wait_finished,
 )
+from memory.embedding import Embedder
 from memory.mneme import Mneme
 from memory.pipeline import EMBED_MAX_CHARS
 from memory.text import clean
@@ -69,12 +69,15 @@ def bench_e2e(stack: Stack, n: int) -> dict:
     raw_one = []
     for text in fresh:  # the raw embedder on one sentence at a time, as a message alone is embedded
         t = time.perf_counter()
-        embedder.embed([clean(text)])
+        embedder.embed([_as_embedded(text)])
         raw_one.append(time.perf_counter() - t)
     answers = long_answers()  # an agent's conversations: its answers at a chat model's length
-    first = 10 * n + fed
-    long_bodies = [message_body(first + i, f"{text} #{first + i}", role, 40, 25, ts + first + i)
-                   for i, (role, text) in enumerate(answers[i % len(answers)] for i in range(n))]
+
+    def answered(i: int) -> dict:  # a text of its own, as ``unique``'s
+        role, text = answers[i % len(answers)]
+        return message_body(i, f"{text} #{i}", role, 40, 25, ts + i)
+
+    long_bodies = [answered(10 * n + fed + i) for i in range(n)]
     long = _end_to_end(stack, long_bodies)
     long_raw = _raw_rate(embedder, [b["content"] for b in long_bodies], stack.settings.embed_batch_size)
     return {
@@ -89,7 +92,7 @@ def bench_e2e(stack: Stack, n: int) -> dict:
         "long_answers": {
             "messages": n, "messages_per_s": long["messages_per_s"], "raw_embedder_sentences_per_s": long_raw,
             "ratio": long["messages_per_s"] / long_raw, "failed_jobs": long["failed_jobs"],
-            "chars_per_text": statistics.mean(len(html.unescape(clean(b["content"]))) for b in long_bodies),
+            "chars_per_text": statistics.mean(len(_as_embedded(b["content"])) for b in long_bodies),
             "cpu_ms_per_message": long["cpu_ms_per_message"],
             "cpu_ms_per_message_by_process": {name: round(seconds / n * 1000, 2)
                                               for name, seconds in long["cpu_seconds_per_process"].items()}},
@@ -119,11 +122,16 @@ def _end_to_end(stack: Stack, bodies: list[dict]) -> dict:
             "client_cpu_ms_per_message": round(client_cpu / len(bodies) * 1000, 2)}
 
 
-def _raw_rate(embedder: Any, texts: list[str], batch: int) -> float:
-    """The raw embedder's sentences/s on the texts as the embed stage embeds them (cleaned, at most
-    ``EMBED_MAX_CHARS``), in its batches; the better of two runs (the baseline is not penalised by a noisy
-    moment)."""
-    cleaned = [html.unescape(clean(text))[:EMBED_MAX_CHARS] for text in texts]
+def _as_embedded(text: str) -> str:
+    """A message's text as the embed stage gives it to the model: cleaned, unescaped, at most
+    ``EMBED_MAX_CHARS``."""
+    return html.unescape(clean(text))[:EMBED_MAX_CHARS]
+
+
+def _raw_rate(embedder: Embedder, texts: list[str], batch: int) -> float:
+    """The raw embedder's sentences/s on the texts as the embed stage embeds them, in its batches; the better
+    of two runs (the baseline is not penalised by a noisy moment)."""
+    cleaned = [_as_embedded(text) for text in texts]
     embedder.embed(cleaned[:batch])
     rates = []
     for _ in range(2):
