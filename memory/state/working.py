@@ -460,11 +460,13 @@ class WorkingMemory:
     def full_texts(self, messages: Sequence[tuple[str, str, str]]) -> list[str | None]:
         """``get``'s full text for each (tenant, session id, message id), in one round trip; None for one no
         longer in working memory."""
+        if not messages:
+            return []
         pipe = self._redis.pipeline(transaction=False)
         for tenant, session_id, message_id in messages:
             self._script(keys=self._keys(tenant, session_id), args=["get", message_id], client=pipe)
         with telemetry.observe_working("get"):
-            replies = pipe.execute() if messages else []
+            replies = pipe.execute()
         return [self._got(*message, reply)[1] if reply[0] not in ("missing", "gone") else None
                 for message, reply in zip(messages, replies, strict=True)]
 
