@@ -3,6 +3,7 @@
     python -m bench.recall_long                 (or `make bench-recall`): through the real API + workers
     python -m bench.recall_long --in-process    the same library calls without HTTP or Celery (for tuning)
     python -m bench.recall_long --per-session-ids   Mneme fed ids numbered per session (m1, m2, … in each)
+    python -m bench.recall_long --long-answers  each assistant answer at a chat model's length
 
 Each query asks, after the whole history, about a specific said in it; a system returns ranked message
 ids; recall@k is the share of the query's gold messages among the first k ids. Baselines, run here on the
@@ -18,6 +19,7 @@ import argparse
 import hashlib
 import html
 import json
+import random
 import tempfile
 import time
 from collections import defaultdict
@@ -79,6 +81,19 @@ def load(seed: int = 7, short: bool = False) -> tuple[list[dict], list[dict]]:
     from bench.longmem.generate import generate
 
     return generate(seed=seed)
+
+
+def with_long_answers(users: list[dict], seed: int = 3) -> list[dict]:
+    """The users with each assistant answer at a chat model's length: followed by 3 to 10 of the same user's
+    other answers (the generated answers are a sentence; an agent's run to hundreds of characters)."""
+    rng, out = random.Random(seed), []
+    for user in users:
+        answers = [m["content"] for s in user["sessions"] for m in s["messages"] if m["role"] == "assistant"]
+        sessions = [{**s, "messages": [
+            {**m, "content": " ".join([m["content"], *rng.sample(answers, rng.randint(3, 10))])}
+            if m["role"] == "assistant" else m for m in s["messages"]]} for s in user["sessions"]]
+        out.append({**user, "sessions": sessions})
+    return out
 
 
 def messages(user: dict) -> list[dict]:
@@ -304,6 +319,8 @@ def main() -> None:
     parser.add_argument("--in-process", action="store_true", help="library calls, no HTTP or Celery (tuning)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--short", action="store_true", help="the hand-written short-history set of bench/data")
+    parser.add_argument("--long-answers", action="store_true",
+                        help="each assistant answer followed by 3 to 10 of the user's others (an agent's length)")
     parser.add_argument("--no-sweep", action="store_true")
     parser.add_argument("--only-sweep", action="store_true")
     parser.add_argument("--env", action="append", default=[], help="MNEME_X=value for the Mneme run")
@@ -313,6 +330,7 @@ def main() -> None:
     from memory.embedding import USEEmbedder
 
     users, queries = load(args.seed, args.short)
+    users = with_long_answers(users) if args.long_answers else users
     lang = {u["user_id"]: u["lang"] for u in users}
     queries = [{**q, "user_lang": lang[q["user_id"]]} for q in queries]
     embedder = CachedEmbedder(USEEmbedder(), RESULTS / ".cache" / "use-multilingual-v3.npz")
@@ -349,6 +367,7 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     name = ("recall_long_in_process" if args.in_process else "recall_long") + ("_sweep" if args.only_sweep else "")
     name += "_per_session_ids" if args.per_session_ids else ""
+    name += "_long_answers" if args.long_answers else ""
     name += ".json"
     (RESULTS / name).write_text(json.dumps(report, indent=2, ensure_ascii=False))
 
