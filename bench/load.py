@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,15 +27,17 @@ def corpus() -> list[tuple[str, str]]:
     return [(m["role"], m["content"]) for u in users for s in u["sessions"] for m in s["messages"]]
 
 
-def long_answers(seed: int = 1) -> list[tuple[str, str]]:
-    """``corpus`` with each assistant reply at a chat model's length: followed by 3 to 10 other replies of the
-    corpus (the bench conversations' answers are 62 characters on average; an agent's run to hundreds)."""
-    import random
+def at_agent_length(answer: str, answers: list[str], rng: random.Random) -> str:
+    """An assistant answer at a chat model's length: followed by 3 to 10 of ``answers`` (the bench sets'
+    answers are a sentence; an agent's run to hundreds of characters)."""
+    return " ".join([answer, *rng.sample(answers, rng.randint(3, 10))])
 
+
+def long_answers(seed: int = 1) -> list[tuple[str, str]]:
+    """``corpus`` with each assistant reply ``at_agent_length``, among the corpus's other replies."""
     rng, said = random.Random(seed), corpus()
     replies = [text for role, text in said if role == "assistant"]
-    return [(role, " ".join([text, *rng.sample(replies, rng.randint(3, 10))]) if role == "assistant" else text)
-            for role, text in said]
+    return [(role, at_agent_length(text, replies, rng) if role == "assistant" else text) for role, text in said]
 
 
 def queries() -> list[str]:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.load import at_agent_length
 from bench.recall import BM25, KS, recall_at
 from memory.text import clean, tokenize
 
@@ -84,14 +85,13 @@ def load(seed: int = 7, short: bool = False) -> tuple[list[dict], list[dict]]:
 
 
 def with_long_answers(users: list[dict], seed: int = 3) -> list[dict]:
-    """The users with each assistant answer at a chat model's length: followed by 3 to 10 of the same user's
-    other answers (the generated answers are a sentence; an agent's run to hundreds of characters)."""
+    """The users with each assistant answer ``at_agent_length``, among the same user's other answers."""
     rng, out = random.Random(seed), []
     for user in users:
         answers = [m["content"] for s in user["sessions"] for m in s["messages"] if m["role"] == "assistant"]
-        sessions = [{**s, "messages": [
-            {**m, "content": " ".join([m["content"], *rng.sample(answers, rng.randint(3, 10))])}
-            if m["role"] == "assistant" else m for m in s["messages"]]} for s in user["sessions"]]
+        sessions = [{**s, "messages": [{**m, "content": at_agent_length(m["content"], answers, rng)}
+                                       if m["role"] == "assistant" else m for m in s["messages"]]}
+                    for s in user["sessions"]]
         out.append({**user, "sessions": sessions})
     return out
 
