@@ -432,6 +432,17 @@ class EpisodicContract:
         assert store.page(T, user, message_ids=["m-"]) == []  # an id is matched whole
         assert store.page(T, user, message_ids=[]) == [] and store.page(T, ids("nobody")) == []
 
+    def test_page_by_message_names_the_session_when_asked(self, store, ids):
+        """Clients number messages per session: "m-1" of one session is another message than "m-1" of the next."""
+        store.add([self.event(ids, name, ts=ts, message_ids=["m-1"], session=session)
+                   for name, ts, session in [("first", 1.0, "s-1"), ("second", 2.0, "s-2"), ("other", 3.0, "s-2")]],
+                  rows(unit(1), unit(0, 1), unit(0, 0, 1)), 0.999, 200)
+        user = ids("u")
+        assert ids.names(e.event_id for e in store.page(T, user, message_ids=["m-1"])) == ["other", "second", "first"]
+        assert ids.names(e.event_id for e in store.page(T, user, message_ids=["m-1"], session_id="s-1")) == ["first"]
+        assert ids.names(e.event_id for e in store.page(T, user, session_id="s-2", limit=1)) == ["other"]
+        assert store.page(T, user, session_id="s-3") == []
+
     # --- get, live_count, ping --------------------------------------------------------------
 
     def test_get_returns_what_exists_in_the_order_asked(self, store, ids):

@@ -57,6 +57,12 @@ def test_sessions_and_events_are_listed_newest_first_page_by_page(client, uid):
     assert all(e.summary and e.text is None and e.tier == "event" for e in pages)
     of_m2 = client.events(user, message_ids=["m2"], include_text=True)
     assert of_m2.events and all("m2" in e.message_ids and "question" in e.text for e in of_m2.events)
+    in_s2 = client.events(user, message_ids=["m2"], session_id=f"s2-{uid}").events
+    assert [(e.session_id, e.message_ids[0]) for e in in_s2] == [(f"s2-{uid}", "m2")]
+    assert client.events(user, message_ids=["m2"], session_id=f"s3-{uid}").events == []
+    with pytest.raises(MnemeAPIError) as err:
+        client.events(user, session_id="not a session id")
+    assert err.value.status == 422 and "session_id" in err.value.message
     assert client.events(user, event_types=["dislike"]).events == []
     assert client.events(user, tiers=["deep"]).events == []  # nothing let go of by the cap
     with pytest.raises(MnemeAPIError) as err:

@@ -106,6 +106,24 @@ def test_the_langgraph_store_is_recall_and_beliefs(mneme, uid):
         store.get(("just-a-user",), "m1")
 
 
+def test_a_memory_merged_into_another_sessions_event_is_still_got_and_deleted_by_its_own_key(mneme, uid):
+    """The same thing said in three sessions is one event (the first message's); a key still names its own
+    message: getting it gives that message's session, and deleting it takes back that message alone."""
+    store, user = MnemeStore(mneme), f"u{uid}"
+    memories = (user, "memories")
+    for key, session in (("k1", f"a{uid}"), ("k2", f"b{uid}"), ("k3", f"c{uid}")):  # one at a time, in order
+        store.put(memories, key, {"content": "我最喜欢喝杭州的龙井茶", "session_id": session})
+        settled(mneme, user)
+    rows = {e.message_ids[0]: e for e in mneme.events(user, limit=50).events}
+    assert rows["k2"].canonical_id == rows["k1"].event_id and set(rows["k1"].message_ids) == {"k1", "k2", "k3"}
+    item = store.get(memories, "k2")
+    assert item is not None and item.key == "k2" and item.value["session_id"] == f"b{uid}"
+    store.delete(memories, "k2")
+    assert [m.message_id for m in mneme.messages(f"b{uid}").messages] == []
+    assert [m.message_id for m in mneme.messages(f"a{uid}").messages] == ["k1"]
+    assert store.get(memories, "k2") is None and store.get(memories, "k1").value["session_id"] == f"a{uid}"
+
+
 def test_a_langgraph_node_reads_and_writes_memory_through_the_injected_store(mneme, uid):
     def remember_and_recall(state: MessagesState, *, store: BaseStore) -> dict:
         namespace = (f"u{uid}", "memories")

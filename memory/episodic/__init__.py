@@ -156,10 +156,13 @@ class EpisodicStore(Protocol):
 
     def page(self, tenant: str, user_id: str, *, types: Collection[EventType] | None = None,
              statuses: Collection[str] = ALL_STATUSES, message_ids: Collection[str] | None = None,
-             before: tuple[float, str] | None = None, limit: int = 50) -> list[StoredEvent]:
+             session_id: str | None = None, before: tuple[float, str] | None = None,
+             limit: int = 50) -> list[StoredEvent]:
         """A page of the user's rows, newest first (by ``ts``, then event id, both descending), after the
-        cursor ``before`` (the (ts, event id) of the previous page's last row); only rows made from one of
-        ``message_ids`` when given. For listing a user's memory; no vectors."""
+        cursor ``before`` (the (ts, event id) of the previous page's last row); when given, only rows whose
+        message ids hold one of ``message_ids`` (an id names a message within its session: every session's
+        rows of that id) and only rows made in session ``session_id``. For listing a user's memory; no
+        vectors."""
         ...
 
     def delete(self, tenant: str, user_id: str, event_ids: Sequence[str]) -> int:

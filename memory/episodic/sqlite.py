@@ -252,13 +252,17 @@ class SQLiteEpisodicStore:
 
     def page(self, tenant: str, user_id: str, *, types: Collection[EventType] | None = None,
              statuses: Collection[str] = ALL_STATUSES, message_ids: Collection[str] | None = None,
-             before: tuple[float, str] | None = None, limit: int = 50) -> list[StoredEvent]:
+             session_id: str | None = None, before: tuple[float, str] | None = None,
+             limit: int = 50) -> list[StoredEvent]:
         if not statuses or limit <= 0 or (message_ids is not None and not message_ids):
             return []
         status_sql, args = _status_filter(statuses)
         type_sql, type_args = _type_filter(types)
         where, values = [status_sql, type_sql], [*args, *type_args]
         cursor: list[float | str] = []
+        if session_id is not None:
+            where.append("AND e.session_id = ?")
+            values.append(session_id)
         if message_ids is not None:
             wanted = sorted(set(message_ids))
             where.append(f"AND ({' OR '.join('instr(e.message_ids, ?) > 0' for _ in wanted)})")

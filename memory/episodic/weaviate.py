@@ -480,10 +480,13 @@ class WeaviateEpisodicStore:
 
     def page(self, tenant: str, user_id: str, *, types: Collection[EventType] | None = None,
              statuses: Collection[str] = ALL_STATUSES, message_ids: Collection[str] | None = None,
-             before: tuple[float, str] | None = None, limit: int = 50) -> list[StoredEvent]:
+             session_id: str | None = None, before: tuple[float, str] | None = None,
+             limit: int = 50) -> list[StoredEvent]:
         if not statuses or limit <= 0 or (message_ids is not None and not message_ids):
             return []
         where = _where(types, statuses)
+        if session_id is not None:
+            where &= Filter.by_property("session_id").equal(session_id)
         if message_ids is not None:
             where &= Filter.by_property("message_ids").contains_any(sorted(set(message_ids)))
         if before is not None:

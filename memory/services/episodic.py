@@ -138,12 +138,12 @@ class EpisodicMemory:
 
     def page(self, tenant: str, user_id: str, *, types: Collection[EventType] | None = None,
              tiers: Collection[str] = TIERS, message_ids: Collection[str] | None = None,
-             before: tuple[float, str] | None = None, limit: int = 50, include_text: bool = False
-             ) -> list[ListedEvent]:
+             session_id: str | None = None, before: tuple[float, str] | None = None, limit: int = 50,
+             include_text: bool = False) -> list[ListedEvent]:
         """A page of the user's events, newest first, revealed (``EpisodicStore.page``)."""
         statuses = [status for tier in tiers for status in TIERS[tier]]
         rows = self.store.page(tenant, user_id, types=types, statuses=statuses, message_ids=message_ids,
-                               before=before, limit=limit)
+                               session_id=session_id, before=before, limit=limit)
         listed = []
         for row in rows:
             shown = self.reveal(row)

@@ -9,6 +9,7 @@ from fastapi import Query
 from mneme_client.models import Events, ListedEvent, Sessions, SessionSummary
 
 from memory.errors import InvalidInput
+from memory.models import ID_PATTERN
 from workers.api.deps import Caller, Memory, PathId, resource_router
 from workers.api.requests import EventType
 from workers.api.wire import out_all
@@ -48,18 +49,23 @@ def events(caller: Caller, mneme: Memory, user_id: PathId, limit: Limit = 50, cu
            event_type: Annotated[list[EventType] | None, Query(description="Only these types.")] = None,
            tier: Annotated[list[str] | None, Query(description="event (the live layer) and/or deep; default both.")]
            = None,
-           message_id: Annotated[list[str] | None, Query(description="Only the events made from these messages.")]
-           = None,
+           message_id: Annotated[list[str] | None, Query(description=(
+               "Only the events made from these messages. An id names a message within its session: without "
+               "session_id, the events of every session's message of that id."))] = None,
+           session_id: Annotated[str | None, Query(pattern=ID_PATTERN, description=(
+               "Only the events made in this session (a message merged into an event of another session is "
+               "listed as its own row here, its canonical_id naming that event)."))] = None,
            include_text: bool = False) -> Events:
     """The user's episodic events, newest first: type, tier, summary and keywords (the full text with
-    ``include_text``), the messages each was made from and the grants it was collected under."""
+    ``include_text``), the session and messages each was made from and the grants it was collected under."""
     if message_id is not None and len(message_id) > MAX_MESSAGE_IDS:
         raise InvalidInput(f"{len(message_id)} message ids: ask for at most {MAX_MESSAGE_IDS} at a time")
     tiers = tier or ["event", "deep"]
     if unknown := set(tiers) - {"event", "deep"}:
         raise InvalidInput(f"unknown tier(s) {sorted(unknown)}: use event and/or deep")
     found = mneme.episodic.page(caller.tenant, user_id, types=event_type, tiers=tiers, message_ids=message_id,
-                                before=_cursor(cursor), limit=limit + 1, include_text=include_text)
+                                session_id=session_id, before=_cursor(cursor), limit=limit + 1,
+                                include_text=include_text)
     page = found[:limit]
     mneme.reads.listed(caller, user_id, "events", [e.event_id for e in page])
     return Events(user_id=user_id, events=out_all(ListedEvent, page),

@@ -138,7 +138,7 @@ export class MnemeClient {
     return this.request<RecallResult>("POST", "/v1/recall", { body: query });
   }
   events(userId: string, options: { limit?: number; cursor?: string; event_type?: string[]; tier?: string[];
-    message_id?: string[]; include_text?: boolean } = {}) {
+    message_id?: string[]; session_id?: string; include_text?: boolean } = {}) {
     return this.request<Events>("GET", path("v1", "users", userId, "events"), { query: options });
   }
   deleteEvents(userId: string, eventType: string, operatorId = "user") {

@@ -146,12 +146,13 @@ def recall(*, user_id: str, query: str, k: int = 5, session_id: str | None = Non
 
 
 def events(user_id: str, limit: int = 50, cursor: str | None = None, event_types: list[EventType | str] | None = None,
-           tiers: list[str] | None = None, message_ids: list[str] | None = None,
+           tiers: list[str] | None = None, message_ids: list[str] | None = None, session_id: str | None = None,
            include_text: bool = False) -> Call[Events]:
-    """The user's episodic events, newest first (``next_cursor`` pages on); ``tiers``: event and/or deep."""
+    """The user's episodic events, newest first (``next_cursor`` pages on); ``tiers``: event and/or deep;
+    ``message_ids`` match every session's messages of those ids unless ``session_id`` names one."""
     return Call("GET", _path("v1", "users", user_id, "events"), _model(Events), params={
         "limit": limit, "cursor": cursor, "event_type": [str(t) for t in event_types] if event_types else None,
-        "tier": tiers, "message_id": message_ids, "include_text": include_text or None})
+        "tier": tiers, "message_id": message_ids, "session_id": session_id, "include_text": include_text or None})
 
 
 def delete_events(user_id: str, event_type: EventType | str, operator_id: str = "user") -> Call[DeletionReceipt]:

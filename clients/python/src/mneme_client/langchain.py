@@ -41,6 +41,7 @@ from mneme_client.errors import NotFound
 from mneme_client.models import BATCH_MAX, Belief, ListedEvent, Role, StoredMessage
 
 SESSION = "langgraph-store"  # the session a store's memories are written to when the value names none
+MADE_FROM_ROWS = 50  # rows listed by a message id: its own (an event each) and the events that absorbed them
 _ROLES = {"human": Role.user, "ai": Role.assistant, "system": Role.system, "tool": Role.tool}
 
 
@@ -149,8 +150,8 @@ class MnemeStore(BaseStore):
     def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
         user_id, kind = self._parts(namespace)
         if kind == "memories":
-            found = self.client.events(user_id, message_ids=[key], include_text=True, limit=1).events
-            return _event_item(namespace, found[0]) if found else None
+            made = self._made_from(user_id, key, include_text=True)
+            return _event_item(namespace, made) if made else None
         beliefs = self.client.profile(user_id, purpose=self.purpose).beliefs
         return next((_belief_item(namespace, b) for b in beliefs if f"{b.relation}:{b.object}" == key), None)
 
@@ -194,8 +195,15 @@ class MnemeStore(BaseStore):
                             float(value.get("confidence", 0.95)))
 
     def _session_of(self, user_id: str, message_id: str) -> str | None:
-        found = self.client.events(user_id, message_ids=[message_id], limit=1).events
-        return found[0].session_id if found else None
+        made = self._made_from(user_id, message_id)
+        return made.session_id if made else None
+
+    def _made_from(self, user_id: str, key: str, include_text: bool = False) -> ListedEvent | None:
+        """The newest row made from the message ``key`` (a row's own message is the first of its ids). Listed
+        by that id come also the events that absorbed it (the same thing said again, maybe in another session):
+        they list it after their own, and are another message's memory."""
+        found = self.client.events(user_id, message_ids=[key], include_text=include_text, limit=MADE_FROM_ROWS)
+        return next((e for e in found.events if e.message_ids[0] == key), None)
 
     def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         prefixes = [c.path for c in op.match_conditions or () if c.match_type == "prefix"]
