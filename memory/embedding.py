@@ -14,7 +14,7 @@ import importlib
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -23,6 +23,7 @@ import numpy as np
 from memory.errors import ConfigurationError
 from memory.files import private_dir
 from memory.settings import Settings
+from memory.telemetry import EMBEDDED_TEXTS
 
 
 class Embedder(Protocol):
@@ -80,6 +81,8 @@ class RecentVectors:
         missing = list(dict.fromkeys((k, t) for k, t in zip(keys, texts, strict=True) if k not in known))
         if missing:
             known.update(zip((k for k, _ in missing), self.embedder.embed([t for _, t in missing]), strict=True))
+        EMBEDDED_TEXTS.labels("model").inc(len(missing))
+        EMBEDDED_TEXTS.labels("recent").inc(len(set(keys)) - len(missing))
         with self._lock:
             for k in keys:
                 self._recent[k] = known[k]
@@ -90,15 +93,32 @@ class RecentVectors:
 
 
 def embed_in_context(embedder: Embedder, texts: Sequence[str], contexts: Sequence[str], weight: float) -> np.ndarray:
-    """One vector per text: the text's own plus ``weight`` of its context's (the turn before it), normalised;
-    a zero row for an empty text (child mode: type only). Each distinct string is embedded once, so a
-    context that is another text of the batch (the usual case in a conversation) costs nothing more."""
-    unique = list(dict.fromkeys(t for t in [*texts, *(contexts if weight else ())] if t))
-    embedded = dict(zip(unique, embedder.embed(unique), strict=True))
-    out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+    """One vector per text: the text's own plus ``weight`` of its context's (the turn before it) at float16
+    precision, normalised; a zero row for an empty text (child mode: type only). Each distinct string is
+    embedded once, so a context that is another text of the batch (the usual case in a conversation) costs
+    nothing more. (float16: as working memory keeps a turn's vector for the next one, half the bytes; a
+    context's share is the same wherever its vector came from, and ~1e-4 from float32's.)"""
+    own = embed_each(embedder, [*texts, *(contexts if weight else ())])
+    return in_context(own, texts, contexts, weight, embedder.dim)
+
+
+def embed_each(embedder: Embedder, texts: Sequence[str],
+               known: Mapping[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """Each distinct non-empty text's own vector: ``known``'s where it has one, else the model's (one call)."""
+    known = known or {}
+    unique = list(dict.fromkeys(t for t in texts if t and t not in known))
+    EMBEDDED_TEXTS.labels("shared").inc(len({t for t in texts if t in known}))
+    return {t: known[t] for t in texts if t in known} | dict(zip(unique, embedder.embed(unique), strict=True))
+
+
+def in_context(own: Mapping[str, np.ndarray], texts: Sequence[str], contexts: Sequence[str], weight: float,
+               dim: int) -> np.ndarray:
+    """``embed_in_context`` from the texts' and contexts' own vectors (``embed_each``)."""
+    out = np.zeros((len(texts), dim), dtype=np.float32)
     for i, (text, context) in enumerate(zip(texts, contexts, strict=True)):
         if text:
-            vector = embedded[text] + (weight * embedded[context] if context and weight else 0.0)
+            share = own[context].astype(np.float16).astype(np.float32) if context and weight else 0.0
+            vector = own[text] + weight * share
             out[i] = vector / max(float(np.linalg.norm(vector)), 1e-12)
     return out
 

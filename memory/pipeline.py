@@ -10,20 +10,21 @@ when it was taken back checks again after its write and retracts what it wrote.
 
 from __future__ import annotations
 
+import base64
 import html
 import logging
 import time
 from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel
 
 from memory import anchoring, feedback, ids, tuning
 from memory.crypto import SEALED_TEXT, open_text
-from memory.embedding import embed_in_context
+from memory.embedding import embed_each, in_context
 from memory.episodic import AddReport
 from memory.errors import InvalidInput, NotFound
 from memory.extraction import extract
@@ -33,7 +34,7 @@ from memory.progress import Tick
 from memory.provenance import Messages
 from memory.state.jobs import Declaration, JobInput, JobWork
 from memory.state.policy import CHILD_AGE, Policy
-from memory.state.working import StoredMessage
+from memory.state.working import TurnBefore
 
 EMBED_MAX_CHARS = 1000
 CONTEXT_MAX_CHARS = 300  # of a turn never embedded for itself (a system or tool message), as context
@@ -214,32 +215,56 @@ def anchor_facts(mneme: Mneme, message: Message, facts: list[Fact]) -> list[Fact
     return [f.model_copy(update={"object": anchoring.anchor(f.object, recent).name}) for f in facts]
 
 
-def contexts(mneme: Mneme, items: Sequence[EmbedItem]) -> list[str]:
+class Context(NamedTuple):
+    """What a message's vector adds a share of: the turn before it ('' if none), and that turn's own vector
+    where working memory kept it (``WorkingMemory.keep_vectors``), else None."""
+
+    text: str
+    vector: np.ndarray | None
+
+
+def contexts(mneme: Mneme, items: Sequence[EmbedItem]) -> list[Context]:
     """For each message, what its vector adds a share of: the session's turn just before it, what a reply
     answers ('' if none, or in child mode). A user's or assistant's turn is taken whole, as it is embedded
-    for itself, so its vector is the one that turn got (in the same batch, or among the embedder's recent
-    vectors) and costs no second embedding; a system or tool message, never embedded for itself, gives its
-    first ``CONTEXT_MAX_CHARS`` characters. Read from working memory (the sessions' windows in one round
-    trip; the whole texts of cut replies not in the batch in one more), so no task carries another message's
-    text."""
+    for itself, so its vector is the one that turn got (in the same batch, kept in working memory by the
+    worker that embedded it, or among this worker's recent vectors) and costs no second embedding; a system
+    or tool message, never embedded for itself, gives its first ``CONTEXT_MAX_CHARS`` characters. Read from
+    working memory (the sessions' windows in one round trip; the whole texts of cut replies not in the batch
+    in one more), so no task carries another message's text."""
     wanted = [(item.tenant, item.events[0].session_id, item.events[0].message_ids[0])
               for item in items if item.text and item.events]
     before = iter(mneme.working.turns_before(wanted))
     turns = [(item.tenant, next(before)) if item.text and item.events else (item.tenant, None) for item in items]
     whole: dict[tuple[str, str, str], str | None] = {(i.tenant, i.session_id, i.message_id): i.text for i in items}
-    cut = {(tenant, turn.session_id, turn.message_id) for tenant, turn in turns
-           if turn and turn.truncated and turn.role in REMEMBERED_ROLES} - whole.keys()
+    cut = {(tenant, turn.message.session_id, turn.message.message_id) for tenant, turn in turns
+           if turn and turn.message.truncated and turn.message.role in REMEMBERED_ROLES} - whole.keys()
     whole |= dict(zip(cut, mneme.working.full_texts(list(cut)), strict=True))
 
-    def context(tenant: str, turn: StoredMessage | None) -> str:
+    def context(tenant: str, turn: TurnBefore | None) -> Context:
         if turn is None:
-            return ""
-        if turn.role not in REMEMBERED_ROLES:
-            return html.unescape(turn.content)[:CONTEXT_MAX_CHARS]
-        text = whole.get((tenant, turn.session_id, turn.message_id)) if turn.truncated else None
-        return html.unescape(text or turn.content)[:EMBED_MAX_CHARS]
+            return Context("", None)
+        said = turn.message
+        if said.role not in REMEMBERED_ROLES:
+            return Context(html.unescape(said.content)[:CONTEXT_MAX_CHARS], None)
+        text = whole.get((tenant, said.session_id, said.message_id)) if said.truncated else None
+        return Context(html.unescape(text or said.content)[:EMBED_MAX_CHARS], _vector(mneme, turn.vector))
 
     return [context(tenant, turn) for tenant, turn in turns]
+
+
+def _vector(mneme: Mneme, kept: str) -> np.ndarray | None:
+    """A vector ``_kept`` wrote, if this worker's embedder made it (the same model: its name and size)."""
+    name, _, data = kept.partition("\x1f")
+    if name != mneme.embedder.name:
+        return None
+    raw = base64.b64decode(data)
+    return np.frombuffer(raw, dtype=np.float16) if len(raw) == 2 * mneme.embedder.dim else None
+
+
+def _kept(mneme: Mneme, vector: np.ndarray) -> str:
+    """A text's own vector as working memory keeps it: the embedder's name, then its float16s (the precision
+    a context's share is taken at, ``in_context``) in base64."""
+    return f"{mneme.embedder.name}\x1f{base64.b64encode(vector.astype(np.float16).tobytes()).decode()}"
 
 
 def embed_stage(mneme: Mneme, items: Sequence[EmbedItem]) -> list[dict[str, Any]]:
@@ -255,7 +280,15 @@ def embed_stage(mneme: Mneme, items: Sequence[EmbedItem]) -> list[dict[str, Any]
         mneme.state.jobs.finish(item.job_id, "retracted", RETRACTED_NOTE)
     items = [i for i in items if i not in retracted]
     texts = [html.unescape(item.text)[:EMBED_MAX_CHARS] for item in items]
-    vectors = embed_in_context(mneme.embedder, texts, contexts(mneme, items), mneme.settings.context_vector_weight)
+    said_before = contexts(mneme, items)
+    weight = mneme.settings.context_vector_weight
+    known = {c.text: c.vector for c in said_before if c.vector is not None and c.text not in texts} if weight else {}
+    own = embed_each(mneme.embedder, [*texts, *(c.text for c in said_before if weight)], known)
+    vectors = in_context(own, texts, [c.text for c in said_before], weight, mneme.embedder.dim)
+    if weight:  # each session's newest turn here: what its next turn answers, maybe on another embed worker
+        newest = {(i.tenant, i.session_id): (i, text) for i, text in zip(items, texts, strict=True) if text}
+        mneme.working.keep_vectors([(item.tenant, item.session_id, item.message_id, _kept(mneme, own[text]))
+                                    for item, text in newest.values()])
     events = [event for item in items for event in item.events]
     rows = np.stack([vectors[i] for i, item in enumerate(items) for _ in item.events]) if events else vectors
     said = {event.event_id: item.text for item in items for event in item.events}  # event ids are per user

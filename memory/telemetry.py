@@ -22,6 +22,7 @@ variable (tests, one process) the metrics live in :data:`REGISTRY` and are serve
 | mneme_task_seconds                  | histogram | task, state            |
 | mneme_task_failures_total           | counter   | task, stage            |
 | mneme_llm_tokens_total              | counter   | tenant                 |
+| mneme_embedded_texts_total          | counter   | source                 |
 | mneme_queue_depth                   | gauge     | queue (live, Redis)    |
 | mneme_dead_letters                  | gauge     | (live, Redis)          |
 
@@ -73,6 +74,11 @@ TASK_FAILURES = Counter(
 LLM_TOKENS = Counter(
     "mneme_llm_tokens_total", "LLM tokens charged to each tenant's daily budget.", ("tenant",),
     registry=REGISTRY)
+EMBEDDED_TEXTS = Counter(
+    "mneme_embedded_texts_total", "Texts a vector was needed of (messages, the turns they answer, queries), by "
+    "where it came from: the model, this process's recent vectors, or working memory (shared: kept there by the "
+    "embed worker that embedded the turn).",
+    ("source",), registry=REGISTRY)
 
 
 @contextmanager

@@ -176,7 +176,7 @@ def test_a_reply_to_a_long_answer_adds_that_answer_whole_and_the_model_embeds_ea
                                         tenant="default", user_id=f"u{uid}", received_at=time.time(),
                                         session_id=f"s{uid}", message_id=f"m{i}"))
     assert client.messages(f"s{uid}").messages[0].truncated  # the window shows the answer cut
-    assert pipeline.contexts(runtime, [items[1], items[3]]) == [
+    assert [c.text for c in pipeline.contexts(runtime, [items[1], items[3]])] == [
         html.unescape(clean(answer))[:pipeline.EMBED_MAX_CHARS],
         html.unescape(clean(said[2][2]))[:pipeline.CONTEXT_MAX_CHARS]]
 
@@ -193,5 +193,6 @@ def test_a_reply_to_a_long_answer_adds_that_answer_whole_and_the_model_embeds_ea
     recent = RecentVectors(Counted())
     for item in (items[0], items[1]):  # the answer in one batch, the reply in the next
         texts = [html.unescape(item.text)[:pipeline.EMBED_MAX_CHARS]]
-        embed_in_context(recent, texts, pipeline.contexts(runtime, [item]), runtime.settings.context_vector_weight)
+        embed_in_context(recent, texts, [c.text for c in pipeline.contexts(runtime, [item])],
+                         runtime.settings.context_vector_weight)
     assert embedded == [html.unescape(clean(text))[:pipeline.EMBED_MAX_CHARS] for _, _, text in said[:2]]

@@ -196,6 +196,60 @@ def test_embeddings_are_batched_across_messages(client, uid, stack):
     assert max(j.embed_batch for j in done) > 1
 
 
+CONVERSATION = ["我叫林小雨，最近在准备物理竞赛", "Great, let's plan your physics contest prep week by week.",
+                "光的折射我总是搞不懂", "折射是光从一种介质斜射入另一种介质时传播方向改变的现象。",
+                "I prefer short answers, 谢谢", "Understood: I'll keep my answers brief from now on.",
+                "下周三我要考化学", "Good luck on Wednesday! Review the periodic table tonight."]
+
+
+def _embedded_texts(stack) -> dict[str, float]:
+    """``mneme_embedded_texts_total`` by source, summed over the stack's processes (GET /metrics)."""
+    lines = httpx.get(f"{stack.api_url}/metrics", timeout=10).text.splitlines()
+    return {line.split('"')[1]: float(line.split()[-1]) for line in lines
+            if line.startswith("mneme_embedded_texts_total{")}
+
+
+def test_with_two_embed_workers_the_model_embeds_each_turn_of_a_conversation_once(client, uid, runtime, stack):
+    """A message's vector adds a share of the turn it answers. With two embed workers the turn before was
+    often embedded by the other one, which kept its vector in working memory: the model embeds each message
+    once however the turns fall to the workers (before, a turn the other worker embedded was embedded again:
+    42 model texts for these 24 messages), and a reply's vector is the one a single worker gives it."""
+    from memory.embedding import USEEmbedder, embed_in_context
+
+    cmd = stack.commands()["worker-embed"]
+    cmd[cmd.index("-n") + 1] = "embed-2@%h"
+    drain(runtime)
+    before = _embedded_texts(stack)
+    stack._spawn("worker-embed-2", cmd)  # loads its model on its first batch: no warm-up texts counted
+    said: dict[str, list[str]] = {f"s{uid}-{k}": [] for k in range(3)}
+    jobs: list[str] = []
+    try:
+        stack.wait_ready(wait_embedder=False)
+        for turn, line in enumerate(CONVERSATION):  # a turn of every session, the next once those are done
+            sent = []
+            for k, session in enumerate(said):
+                said[session].append(f"{line} #{uid}{k}")  # a text of its own: none is among a worker's recent
+                sent.append(client.remember(user_id=f"u{uid}-{k}", session_id=session, message_id=f"m{turn}",
+                                            role="user" if turn % 2 == 0 else "assistant",
+                                            content=said[session][-1], client_ts=1_700_000_000 + turn).job_id)
+            assert {j.state for j in client.wait(sent, timeout=60)} == {"done"}
+            jobs += sent
+        logs = {name: (stack.logs / f"{name}.log").read_text() for name in ("worker-embed", "worker-embed-2")}
+    finally:
+        stack.stop_one("worker-embed-2")
+    after = _embedded_texts(stack)
+    took = {name: sum(f"job {job}" in log for job in jobs) for name, log in logs.items()}
+    assert min(took.values()) > 0, f"both workers embedded turns of the conversation: {took}"
+    assert after["model"] - before.get("model", 0) == len(said) * len(CONVERSATION)  # no turn a second time
+    assert after["shared"] - before.get("shared", 0) > 0
+    session = next(iter(said))
+    reply = embed_in_context(USEEmbedder(), said[session][5:6], said[session][4:5],
+                             runtime.settings.context_vector_weight)[0]
+    store = runtime.episodic.store
+    [(event_id, similarity)] = store.vector_search("default", f"u{uid}-0", reply, None, 1)
+    assert similarity > 0.9999 and store.get("default", f"u{uid}-0", [event_id])[0].message_ids == ["m5"]
+
+
 def test_queued_jobs_survive_a_worker_restart(client, uid, stack):
     stack.stop_one("worker-pipeline")
     accepted = client.remember(user_id=f"u{uid}", session_id=f"s{uid}", message_id="m1", role="user",

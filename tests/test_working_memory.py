@@ -167,8 +167,48 @@ def test_the_turn_before_a_message_is_the_one_before_it_in_the_window(client, ui
     client.rollback(f"s{uid}")  # takes m4 back
     asked = [("default", f"s{uid}", m) for m in ("m1", "m3", "m2", "m4", "nope")] + [("default", f"gone{uid}", "m1")]
     turns = runtime.working.turns_before(asked)
-    assert [t.message_id if t else None for t in turns] == [None, "m1", "m3", None, None, None]
-    assert turns[1].content == "第1条 message 1" and turns[1].role == "assistant"
+    assert [t.message.message_id if t else None for t in turns] == [None, "m1", "m3", None, None, None]
+    assert turns[1].message.content == "第1条 message 1" and turns[1].message.role == "assistant"
+
+
+def test_a_kept_vector_comes_back_with_its_turn_and_goes_with_what_takes_that_turn_back(client, uid, runtime):
+    """The vector an embed worker kept of a session's newest turn (for the next turn's context, on any worker):
+    handed out with that turn, one a session (a later turn's is not replaced by an earlier one's), for
+    ``context_vector_ttl_s``; an undo, a taken-back message, child mode and the session's deletion drop it,
+    and none is kept for a message taken back or in a child's session."""
+    from memory.state import keys
+
+    working, session = runtime.working, f"s{uid}"
+    vec = keys.session("default", session).vec
+    for i in (1, 2, 3):
+        post(client, uid, i, f"第{i}条 message {i}", role="assistant" if i % 2 == 0 else "user")
+
+    def before(message_id):
+        [turn] = working.turns_before([("default", session, message_id)])
+        return turn.vector
+
+    working.keep_vectors([("default", session, "m1", "v1")])
+    assert before("m2") == "v1" and before("m3") == ""
+    assert 0 < runtime.state.client.ttl(vec) <= runtime.settings.context_vector_ttl_s
+    working.keep_vectors([("default", session, "m2", "v2")])
+    working.keep_vectors([("default", session, "m1", "v1 again")])  # a worker late with an older turn's
+    assert (before("m2"), before("m3")) == ("", "v2")
+    client.rollback(session)  # takes m3 back
+    assert not runtime.state.client.exists(vec)
+    working.keep_vectors([("default", session, "m3", "v3")])  # taken back: nothing of it is kept
+    assert not runtime.state.client.exists(vec)
+    working.keep_vectors([("default", session, "m2", "v2")])
+    working.take_back("default", session, "m1")
+    assert not runtime.state.client.exists(vec)
+    working.keep_vectors([("default", session, "m2", "v2")])
+    working.mark_child("default", f"u{uid}", True)
+    assert not runtime.state.client.exists(vec)
+    working.keep_vectors([("default", session, "m2", "v2")])  # embedded as the switch came: not kept either
+    assert not runtime.state.client.exists(vec)
+    working.mark_child("default", f"u{uid}", False)
+    working.keep_vectors([("default", session, "m2", "v2")])
+    client.delete_session(session)
+    assert not runtime.state.client.exists(vec)
 
 
 # --- many messages a request (POST /v1/messages/batch) ------------------------------------------------------

@@ -15,6 +15,7 @@ user's sessions, a tenant's counters, every pending job — is read shard by sha
 | mneme:wm:{<sh>}:<t>:<s>:full          | hash | seq → full text of a cut reply          | session TTL    |
 | mneme:wm:{<sh>}:<t>:<s>:snap          | hash | version → ordered seqs (kept versions)  | session TTL    |
 | mneme:wm:{<sh>}:<t>:<s>:ids           | hash | message_id → "seq|content hash[|r]" (r: retracted) | session TTL |
+| mneme:wm:{<sh>}:<t>:<s>:vec           | hash | seq → the newest embedded turn's vector | (13)           |
 | mneme:job:{<sh>}:<job_id>             | hash | an unfinished job: state, stages, its tasks' input | job TTL |
 | mneme:jobs:done:{<sh>}:<slice>:<id[2]> | hash | job id → a finished job's status line   | done TTL + ¼ (9) |
 | mneme:pending:{<sh>}                  | zset | the shard's job ids accepted and not yet done | none (1)  |
@@ -69,6 +70,9 @@ user's sessions, a tenant's counters, every pending job — is read shard by sha
     (``memory.state.fairness``); a tenant leaves the set once nothing of it waits.
 (12) the privacy sweep removes again what serves no purpose left (work that raced the withdrawal) and drops a
     user once the withdrawal is older than the erasure SLA; erasure drops the user at once.
+(13) one field: the vector of the session's newest turn embedded so far, for the next turn's context
+    (``WorkingMemory.keep_vectors``); ``context_vector_ttl_s`` (15 min), and dropped by any step that takes a
+    message back, by child mode and with the session.
 
 The Celery broker's keys (kombu's queues, ``unacked``) are not Mneme's: on a cluster the broker is a Redis of
 its own (``MNEME_BROKER_URL``), since kombu speaks to one server.
@@ -97,16 +101,17 @@ class SessionKeys:
     full: str
     snap: str
     ids: str
+    vec: str
 
     def all(self) -> list[str]:
-        return [self.meta, self.msg, self.full, self.snap, self.ids]
+        return [self.meta, self.msg, self.full, self.snap, self.ids, self.vec]
 
 
 def session(tenant: str, session_id: str) -> SessionKeys:
     base = f"{PREFIX}:wm:{{{shard(tenant, session_id)}}}:{tenant}:{session_id}"
     return SessionKeys(
-        meta=f"{base}:meta", msg=f"{base}:msg", full=f"{base}:full", snap=f"{base}:snap", ids=f"{base}:ids"
-    )
+        meta=f"{base}:meta", msg=f"{base}:msg", full=f"{base}:full", snap=f"{base}:snap", ids=f"{base}:ids",
+        vec=f"{base}:vec")
 
 
 def job(job_id: str) -> str:

@@ -3,8 +3,8 @@
 -- step made of named parts — admit (owner, duplicate, retracted), intake (the window), count_message
 -- (counters.lua) and job_accept (jobs.lua). Every key is in the session's shard (one hash tag: one slot of a
 -- cluster); the caller pushes the tasks a step decides onto the broker after it (``memory.state.dispatch``).
--- KEYS: meta, msg, full, snap, ids, job, pending, user_sessions, metrics, retracting[, job keys ('seal')]
--- ARGV[1] = op: 'append' | 'rollback' | 'drop' | 'read' | 'before' | 'get' | 'held' | 'seal' | 'child'
+-- KEYS: meta, msg, full, snap, ids, vec, job, pending, user_sessions, metrics, retracting[, job keys ('seal')]
+-- ARGV[1] = op: 'append' | 'rollback' | 'drop' | 'read' | 'before' | 'vector' | 'get' | 'held' | 'seal' | 'child'
 --
 -- Whether the session's user is a child is kept in meta ('child': '1' or '0'), so the accept step need not
 -- read the user's policy (another slot): set from the policy its caller read when the session starts, and
@@ -22,9 +22,14 @@
 --
 -- `ids` maps a client message_id to "seq|content hash", with "|r" after it once a rollback took the
 -- message back (retracted): its long-term effects are removed, and the id is not accepted again.
+--
+-- `vec` holds the vector the newest turn embedded so far was embedded to (seq → the vector as the embed stage
+-- writes it; 'vector'), for as long as the embed stage says: 'before' hands it out with the record, so the
+-- next turn's vector adds a share of it without embedding that turn again (on another embed worker too).
+-- Any step that takes a message back, and child mode, drop it.
 
-local meta, msg, full, snap, ids, job, pending = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local user_sessions, metrics, retracting = KEYS[8], KEYS[9], KEYS[10]
+local meta, msg, full, snap, ids, vec = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local job, pending, user_sessions, metrics, retracting = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
 local op = ARGV[1]
 
 -- A snapshot is handled as spans: {first, last} runs of consecutive seqs, in snapshot order.
@@ -265,6 +270,7 @@ if op == 'child' then
   if not owner then return {'nosession'} end
   if owner ~= ARGV[2] then return {'owner'} end
   redis.call('HSET', meta, 'child', ARGV[3])
+  redis.call('DEL', vec)  -- a child's text is never embedded: nothing of it is kept from before
   return {'ok'}
 end
 
@@ -280,6 +286,7 @@ if op == 'rollback' then
   -- the records taken out of the window, owner, retraction; 'missing' for an id the session never took.
   local head = tonumber(redis.call('HGET', meta, 'head'))
   if not head then return {'nosession'} end
+  redis.call('DEL', vec)  -- it may be of a message this takes back
   local previous = snapshot(head) or {}
   local current = expand(previous)
   local spans, target
@@ -358,7 +365,7 @@ if op == 'drop' then
     if string.sub(taken[i + 1], -2) ~= '|r' then redis.call('HSET', ids, taken[i], taken[i + 1] .. '|r') end
     retracted[#retracted + 1] = taken[i]
   end
-  redis.call('DEL', msg, full, snap)
+  redis.call('DEL', msg, full, snap, vec)
   local version = head + 1
   redis.call('HSET', snap, version, '')
   redis.call('HSET', meta, 'head', version, 'mono', 1)
@@ -385,7 +392,8 @@ end
 
 if op == 'before' then
   -- ARGV: op, message ids. For each, the record of the message just before it in the head snapshot ('' if
-  -- it is the first, not in the window, or unknown): the turn a reply answers, without the whole window.
+  -- it is the first, not in the window, or unknown): the turn a reply answers, without the whole window;
+  -- and the vector that turn was embedded to, if `vec` holds it ('' if not).
   local head = tonumber(redis.call('HGET', meta, 'head'))
   if not head then return {'nosession'} end
   local seqs = expand(snapshot(head) or {})
@@ -395,9 +403,30 @@ if op == 'before' then
   for n = 2, #ARGV do
     local seen = redis.call('HGET', ids, ARGV[n])
     local i = seen and at[tonumber(string.sub(seen, 1, string.find(seen, '|', 1, true) - 1))]
-    out[#out + 1] = (i and i > 1) and (redis.call('HGET', msg, seqs[i - 1]) or '') or ''
+    if i and i > 1 then
+      out[#out + 1] = redis.call('HGET', msg, seqs[i - 1]) or ''
+      out[#out + 1] = redis.call('HGET', vec, seqs[i - 1]) or ''
+    else
+      out[#out + 1] = ''
+      out[#out + 1] = ''
+    end
   end
   return out
+end
+
+if op == 'vector' then
+  -- ARGV: op, ttl, message id, vector. Keep the vector the message was embedded to, as the session's newest
+  -- turn's for `ttl` seconds, unless `vec` holds a later turn's, the message was taken back (or never
+  -- taken), or the session is a child's (child mode came while it was being embedded). Replies 1 if kept.
+  local seen = redis.call('HGET', ids, ARGV[3])
+  if not seen or string.sub(seen, -2) == '|r' or redis.call('HGET', meta, 'child') == '1' then return 0 end
+  local seq = tonumber(string.sub(seen, 1, string.find(seen, '|', 1, true) - 1))
+  local held = redis.call('HKEYS', vec)[1]
+  if held and tonumber(held) > seq then return 0 end
+  redis.call('DEL', vec)
+  redis.call('HSET', vec, seq, ARGV[4])
+  redis.call('EXPIRE', vec, tonumber(ARGV[2]))
+  return 1
 end
 
 if op == 'get' then
@@ -419,7 +448,7 @@ end
 
 if op == 'seal' then
   -- ARGV: op, user, n, n x (seq, record, sealed record), m, m x (seq, full text, sealed full text), then for each
-  -- job key after the first 10 KEYS: (payload, sealed payload). A value is replaced only while it is still the
+  -- job key after the first 11 KEYS: (payload, sealed payload). A value is replaced only while it is still the
   -- one 'held' read: records are never rewritten, only deleted once no kept snapshot needs them (and then stay
   -- gone), and what was appended since is not touched, so nothing appended or rolled back meanwhile is lost.
   if redis.call('HGET', meta, 'user') ~= ARGV[2] then return {'owner'} end
@@ -435,7 +464,7 @@ if op == 'seal' then
       i = i + 3
     end
   end
-  for k = 11, #KEYS do
+  for k = 12, #KEYS do
     sealed[3] = sealed[3] + job_reseal(KEYS[k], ARGV[i], ARGV[i + 1])
     i = i + 2
   end
