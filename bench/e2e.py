@@ -2,8 +2,9 @@
 texts; the pipeline alone (a drained backlog), 32 messages a POST, the pipeline alone for users past the event
 layer's cap (the bench's other users are new ones), light traffic (messages one at a time on the idle stack: how
 long until each is done, against the raw embedder on one sentence), and end to end again for conversations whose
-answers are at a chat model's length (``long_answers``), against the raw embedder on those texts (``e2e`` of
-``bench.bench``)."""
+answers are at a chat model's length (``long_answers``), against the raw embedder on those texts; and those
+conversations sent turn by turn on two embed workers, against the same without the turns' vectors kept in
+working memory (``e2e`` of ``bench.bench``)."""
 
 from __future__ import annotations
 
@@ -80,6 +81,7 @@ def bench_e2e(stack: Stack, n: int) -> dict:
     long_bodies = [answered(10 * n + fed + i) for i in range(n)]
     long = _end_to_end(stack, long_bodies)
     long_raw = _raw_rate(embedder, [b["content"] for b in long_bodies], stack.settings.embed_batch_size)
+    two_workers = _two_embed_workers(stack, answers)
     return {
         "pipeline_alone": drained | {"ratio": drained["messages_per_s"] / raw_rate},
         "batched": batched | {"ratio": batched["messages_per_s"] / raw_rate},
@@ -96,6 +98,7 @@ def bench_e2e(stack: Stack, n: int) -> dict:
             "cpu_ms_per_message": long["cpu_ms_per_message"],
             "cpu_ms_per_message_by_process": {name: round(seconds / n * 1000, 2)
                                               for name, seconds in long["cpu_seconds_per_process"].items()}},
+        "two_embed_workers": two_workers,
         "messages": n, "enqueue_seconds": main["enqueue_seconds"], "all_done_seconds": main["all_done_seconds"],
         "mneme_messages_per_s": main["messages_per_s"], "raw_embedder_sentences_per_s": raw_rate,
         "ratio": main["messages_per_s"] / raw_rate, "failed_jobs": main["failed_jobs"],
@@ -195,3 +198,59 @@ def _drain(stack: Stack, bodies: list[dict]) -> dict:
     app.close()
     return {"messages": len(bodies), "seconds": seconds, "messages_per_s": len(bodies) / seconds,
             "cpu_ms_per_message_by_process": cpu_ms_each(cpu_before, cpu_after, len(bodies))}
+
+
+TURNS, SESSIONS = 10, 40  # the conversations sent turn by turn to two embed workers
+
+
+def _two_embed_workers(stack: Stack, answers: list[tuple[str, str]]) -> dict:
+    """Conversations sent turn by turn — every session's next turn once all their turns before are done, as
+    agents talk — with an agent's answers, to two embed workers: the texts the model embedded and the embed
+    workers' CPU, a message. Then the same with the workers started again keeping no turn's vector in working
+    memory (``MNEME_CONTEXT_VECTOR_TTL_S=0``), the baseline: a turn the other worker embedded is embedded again
+    as its reply's context."""
+    said = {role: [text for r, text in answers if r == role] for role in ("user", "assistant")}
+    second = stack.commands()["worker-embed"]
+    second[second.index("-n") + 1] = "embed-2@%h"
+
+    def run(mark: str) -> dict:
+        before, cpu_before = _model_texts(stack), cpu_seconds(stack)
+        for turn in range(TURNS):
+            role = "user" if turn % 2 == 0 else "assistant"
+            bodies = [{"user_id": f"w{mark}{k}", "session_id": f"w{mark}{k}", "message_id": f"m{turn}", "role": role,
+                       "content": f"{said[role][(k * TURNS + turn) % len(said[role])]} #{mark}{k}-{turn}",
+                       "client_ts": 1_700_000_000 + turn} for k in range(SESSIONS)]
+            started = time.perf_counter()
+            wait_finished(Mneme(stack.settings).state.jobs, asyncio.run(enqueue_all(stack.api_port, bodies, 8)),
+                          started, 0.02)
+        cpu = cpu_ms_each(cpu_before, cpu_seconds(stack), TURNS * SESSIONS)
+        return {"model_texts_per_message": (_model_texts(stack) - before) / (TURNS * SESSIONS),
+                "embed_workers_cpu_ms_per_message": round(sum(v for k, v in cpu.items() if "embed" in k), 2)}
+
+    def start(ttl: str | None, workers: int) -> None:  # the embed workers, keeping turns' vectors for ttl
+        for name in ("worker-embed", "worker-embed-2"):
+            stack.stop_one(name)
+        stack.env.pop("MNEME_CONTEXT_VECTOR_TTL_S", None)
+        stack.env |= {"MNEME_CONTEXT_VECTOR_TTL_S": ttl} if ttl is not None else {}
+        stack.start_one("worker-embed")
+        if workers == 2:
+            stack._spawn("worker-embed-2", second)  # noqa: SLF001 - a second one, named for wait_ready
+        stack.wait_ready(wait_embedder=False)
+
+    ttl = stack.env.get("MNEME_CONTEXT_VECTOR_TTL_S")  # None: the default
+    try:
+        start(ttl, 2)
+        kept = run("k")
+        start("0", 2)
+        not_kept = run("n")
+    finally:
+        start(ttl, 1)  # the stack as it was
+    return {"sessions": SESSIONS, "turns": TURNS, "kept": kept, "not_kept": not_kept}
+
+
+def _model_texts(stack: Stack) -> float:
+    """``mneme_embedded_texts_total{source="model"}``, summed over the stack's processes (its /metrics)."""
+    for line in httpx.get(stack.api_url + "/metrics", timeout=10).text.splitlines():
+        if line.startswith('mneme_embedded_texts_total{source="model"}'):
+            return float(line.split()[-1])
+    return 0.0

@@ -144,6 +144,23 @@ def _e2e(e: dict) -> list[Row]:
                show("{:.0f} sent/s", long["raw_embedder_sentences_per_s"]), show("{:.2f}x", long["ratio"]),
                ">= 0.8x embedder", at_least(long["ratio"], 0.8))]
           if (long := e.get("long_answers")) else []),
+        *_two_embed_workers(e.get("two_embed_workers")),
+    ]
+
+
+def _two_embed_workers(t: dict | None) -> list[Row]:
+    """Scaled out: a turn another embed worker embedded is not embedded again as its reply's context."""
+    if not t:
+        return []
+    kept, not_kept = t["kept"], t["not_kept"]
+    texts, cpu = kept["model_texts_per_message"], kept["embed_workers_cpu_ms_per_message"]
+    return [
+        row(f"  two embed workers, {t['sessions']} conversations sent turn by turn: model texts a message",
+            "{:.2f}", texts, LOWER, show("{:.2f} (turns' vectors not kept)", not_kept["model_texts_per_message"]),
+            "-", "1.00: each text once", at_most(texts, 1.005)),
+        row("    the embed workers' CPU a message", "{:.1f} ms", cpu, LOWER,
+            show("{:.1f} ms (not kept)", not_kept["embed_workers_cpu_ms_per_message"]),
+            show("{:.2f}x", div(cpu, not_kept["embed_workers_cpu_ms_per_message"]))),
     ]
 
 

@@ -14,7 +14,7 @@ import importlib
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -72,10 +72,15 @@ class RecentVectors:
         self._recent: OrderedDict[bytes, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
+    def held(self, texts: Iterable[str]) -> set[str]:
+        """Which of these texts' vectors this process remembers."""
+        with self._lock:
+            return {t for t in texts if _key(t) in self._recent}
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        keys = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).digest() for t in texts]
+        keys = [_key(t) for t in texts]
         with self._lock:
             known = {k: self._recent[k] for k in keys if k in self._recent}
         missing = list(dict.fromkeys((k, t) for k, t in zip(keys, texts, strict=True) if k not in known))
@@ -90,6 +95,10 @@ class RecentVectors:
             while len(self._recent) > self.size:
                 self._recent.popitem(last=False)
         return np.stack([known[k] for k in keys])
+
+
+def _key(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
 
 
 def embed_in_context(embedder: Embedder, texts: Sequence[str], contexts: Sequence[str], weight: float) -> np.ndarray:

@@ -30,7 +30,7 @@ from memory import page_links
 from memory.archive import ColdStore
 from memory.audit import AuditSink
 from memory.crypto import UserKeys, load_master_key
-from memory.embedding import Embedder, RecentVectors
+from memory.embedding import RecentVectors
 from memory.episodic import EpisodicStore
 from memory.errors import TransientError
 from memory.graph import GraphStore
@@ -59,7 +59,7 @@ class Mneme:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._embedder_lock = threading.Lock()
-        self._embedder: Embedder | None = None
+        self._embedder: RecentVectors | None = None
         self._warm = False
         self._adapter: QueryAdapter | None = None
         self._adapter_checked = -ADAPTER_CHECK_S
@@ -160,7 +160,7 @@ class Mneme:
         return LLMExtractor(self.settings, self.state.llm_usage, self.vocabulary)
 
     @property
-    def embedder(self) -> Embedder:
+    def embedder(self) -> RecentVectors:
         with self._embedder_lock:  # the model loads once even if two requests race for it
             if self._embedder is None:
                 self._embedder = RecentVectors(open_backend("embedder", self.settings.embedder_url, self.settings))

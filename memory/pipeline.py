@@ -34,7 +34,7 @@ from memory.progress import Tick
 from memory.provenance import Messages
 from memory.state.jobs import Declaration, JobInput, JobWork
 from memory.state.policy import CHILD_AGE, Policy
-from memory.state.working import TurnBefore
+from memory.state.working import StoredMessage
 
 EMBED_MAX_CHARS = 1000
 CONTEXT_MAX_CHARS = 300  # of a turn never embedded for itself (a system or tool message), as context
@@ -216,40 +216,50 @@ def anchor_facts(mneme: Mneme, message: Message, facts: list[Fact]) -> list[Fact
 
 
 class Context(NamedTuple):
-    """What a message's vector adds a share of: the turn before it ('' if none), and that turn's own vector
-    where working memory kept it (``WorkingMemory.keep_vectors``), else None."""
+    """What a message's vector adds a share of: the turn before it ('' if none), and where working memory may
+    hold that turn's own vector (``WorkingMemory.kept_vectors``: tenant, session id, seq), for a user's or
+    assistant's turn."""
 
     text: str
-    vector: np.ndarray | None
+    turn: tuple[str, str, int] | None
 
 
 def contexts(mneme: Mneme, items: Sequence[EmbedItem]) -> list[Context]:
     """For each message, what its vector adds a share of: the session's turn just before it, what a reply
     answers ('' if none, or in child mode). A user's or assistant's turn is taken whole, as it is embedded
-    for itself, so its vector is the one that turn got (in the same batch, kept in working memory by the
-    worker that embedded it, or among this worker's recent vectors) and costs no second embedding; a system
-    or tool message, never embedded for itself, gives its first ``CONTEXT_MAX_CHARS`` characters. Read from
-    working memory (the sessions' windows in one round trip; the whole texts of cut replies not in the batch
-    in one more), so no task carries another message's text."""
+    for itself, so its vector is the one that turn got (``vectors_answered``) and costs no second embedding;
+    a system or tool message, never embedded for itself, gives its first ``CONTEXT_MAX_CHARS`` characters.
+    Read from working memory (the sessions' windows in one round trip; the whole texts of cut replies not in
+    the batch in one more), so no task carries another message's text."""
     wanted = [(item.tenant, item.events[0].session_id, item.events[0].message_ids[0])
               for item in items if item.text and item.events]
     before = iter(mneme.working.turns_before(wanted))
     turns = [(item.tenant, next(before)) if item.text and item.events else (item.tenant, None) for item in items]
     whole: dict[tuple[str, str, str], str | None] = {(i.tenant, i.session_id, i.message_id): i.text for i in items}
-    cut = {(tenant, turn.message.session_id, turn.message.message_id) for tenant, turn in turns
-           if turn and turn.message.truncated and turn.message.role in REMEMBERED_ROLES} - whole.keys()
+    cut = {(tenant, turn.session_id, turn.message_id) for tenant, turn in turns
+           if turn and turn.truncated and turn.role in REMEMBERED_ROLES} - whole.keys()
     whole |= dict(zip(cut, mneme.working.full_texts(list(cut)), strict=True))
 
-    def context(tenant: str, turn: TurnBefore | None) -> Context:
+    def context(tenant: str, turn: StoredMessage | None) -> Context:
         if turn is None:
             return Context("", None)
-        said = turn.message
-        if said.role not in REMEMBERED_ROLES:
-            return Context(html.unescape(said.content)[:CONTEXT_MAX_CHARS], None)
-        text = whole.get((tenant, said.session_id, said.message_id)) if said.truncated else None
-        return Context(html.unescape(text or said.content)[:EMBED_MAX_CHARS], _vector(mneme, turn.vector))
+        if turn.role not in REMEMBERED_ROLES:
+            return Context(html.unescape(turn.content)[:CONTEXT_MAX_CHARS], None)
+        text = whole.get((tenant, turn.session_id, turn.message_id)) if turn.truncated else None
+        return Context(html.unescape(text or turn.content)[:EMBED_MAX_CHARS], (tenant, turn.session_id, turn.seq))
 
     return [context(tenant, turn) for tenant, turn in turns]
+
+
+def vectors_answered(mneme: Mneme, said_before: Sequence[Context], texts: Sequence[str]) -> dict[str, np.ndarray]:
+    """The own vectors of the turns these messages answer that neither the batch (``texts``) nor this worker's
+    recent vectors hold, where the embed worker that embedded them kept them in working memory (another one,
+    or this one before its recent vectors let them go); one round trip, and none while every turn is at hand."""
+    held = mneme.embedder.held(c.text for c in said_before if c.turn)
+    wanted = {c.text: c.turn for c in said_before if c.turn and c.text not in texts and c.text not in held}
+    kept = mneme.working.kept_vectors(list(wanted.values()))
+    return {text: vector for text, found in zip(wanted, kept, strict=True)
+            if (vector := _vector(mneme, found)) is not None}
 
 
 def _vector(mneme: Mneme, kept: str) -> np.ndarray | None:
@@ -282,7 +292,7 @@ def embed_stage(mneme: Mneme, items: Sequence[EmbedItem]) -> list[dict[str, Any]
     texts = [html.unescape(item.text)[:EMBED_MAX_CHARS] for item in items]
     said_before = contexts(mneme, items)
     weight = mneme.settings.context_vector_weight
-    known = {c.text: c.vector for c in said_before if c.vector is not None and c.text not in texts} if weight else {}
+    known = vectors_answered(mneme, said_before, texts) if weight else {}
     own = embed_each(mneme.embedder, [*texts, *(c.text for c in said_before if weight)], known)
     vectors = in_context(own, texts, [c.text for c in said_before], weight, mneme.embedder.dim)
     if weight:  # each session's newest turn here: what its next turn answers, maybe on another embed worker

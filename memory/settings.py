@@ -96,7 +96,7 @@ class Settings(BaseSettings):
     context_vector_weight: float = Field(0.3, ge=0, le=1, description="A message's vector adds this share of the "
                                                                       "turn before it: a reply means what it answers.")
     context_vector_ttl_s: int = Field(
-        900, ge=0, description="How long working memory keeps a session's newest embedded turn's vector (~1.4 KB), so "
+        900, ge=0, description="How long working memory keeps a session's newest embedded turn's vector (~1.6 KB), so "
                                "the next turn adds a share of it without embedding that turn again, on any embed "
                                "worker; 0: not kept (each embed worker then remembers only the turns it embedded).")
     embed_threads: int = Field(1, ge=1, description="Per process: two threads on a busy 2-core box collapse.")

@@ -167,13 +167,13 @@ def test_the_turn_before_a_message_is_the_one_before_it_in_the_window(client, ui
     client.rollback(f"s{uid}")  # takes m4 back
     asked = [("default", f"s{uid}", m) for m in ("m1", "m3", "m2", "m4", "nope")] + [("default", f"gone{uid}", "m1")]
     turns = runtime.working.turns_before(asked)
-    assert [t.message.message_id if t else None for t in turns] == [None, "m1", "m3", None, None, None]
-    assert turns[1].message.content == "第1条 message 1" and turns[1].message.role == "assistant"
+    assert [t.message_id if t else None for t in turns] == [None, "m1", "m3", None, None, None]
+    assert turns[1].content == "第1条 message 1" and turns[1].role == "assistant"
 
 
 def test_a_kept_vector_comes_back_with_its_turn_and_goes_with_what_takes_that_turn_back(client, uid, runtime):
     """The vector an embed worker kept of a session's newest turn (for the next turn's context, on any worker):
-    handed out with that turn, one a session (a later turn's is not replaced by an earlier one's), for
+    found by that turn, one a session (a later turn's is not replaced by an earlier one's), for
     ``context_vector_ttl_s``; an undo, a taken-back message, child mode and the session's deletion drop it,
     and none is kept for a message taken back or in a child's session."""
     from memory.state import keys
@@ -183,9 +183,9 @@ def test_a_kept_vector_comes_back_with_its_turn_and_goes_with_what_takes_that_tu
     for i in (1, 2, 3):
         post(client, uid, i, f"第{i}条 message {i}", role="assistant" if i % 2 == 0 else "user")
 
-    def before(message_id):
+    def before(message_id):  # the vector kept of the turn before this message
         [turn] = working.turns_before([("default", session, message_id)])
-        return turn.vector
+        return working.kept_vectors([("default", session, turn.seq)])[0] if turn else ""
 
     working.keep_vectors([("default", session, "m1", "v1")])
     assert before("m2") == "v1" and before("m3") == ""

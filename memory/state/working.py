@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import redis
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, TypeAdapter
@@ -57,16 +57,6 @@ class StoredMessage(BaseModel):
 
 
 _RECORDS = TypeAdapter(list[StoredMessage])
-
-
-class TurnBefore(NamedTuple):
-    """The turn just before a message in its session's window, and what ``keep_vectors`` kept of the vector
-    it was embedded to ('' if nothing)."""
-
-    message: StoredMessage
-    vector: str
-
-
 RetractTask = Callable[[list[str], str], tuple[str, str]]  # (message ids, owner) → (broker list, task message)
 
 
@@ -141,6 +131,7 @@ class WorkingMemory:
         self._policies = policies  # whether a user is a child, read when their session starts
         self._counters = counters
         self._script = client.register_script(_LUA)
+        self._keep_vector = client.register_script(script("vectors.lua"))
         self._open_key = open_key
 
     def _run(self, tenant: str, session_id: str, *args: EncodableT, job_id: str = "", user_id: str = "",
@@ -286,10 +277,10 @@ class WorkingMemory:
                                             first_ts=min(stamps, default=None), last_ts=max(stamps, default=None)))
         return sorted(summaries, key=lambda s: (s.last_ts or 0.0, s.session_id), reverse=True)
 
-    def turns_before(self, messages: Sequence[tuple[str, str, str]]) -> list[TurnBefore | None]:
+    def turns_before(self, messages: Sequence[tuple[str, str, str]]) -> list[StoredMessage | None]:
         """For each (tenant, session id, message id), the message just before it in the session's window
-        (None: it is the first, out of the window, or the session is gone), with its kept vector; one step a
-        session, which returns only those records, all in one round trip."""
+        (None: it is the first, out of the window, or the session is gone); one step a session, which
+        returns only those records, all in one round trip."""
         sessions: dict[tuple[str, str], list[str]] = {}
         for tenant, session_id, message_id in messages:
             sessions.setdefault((tenant, session_id), []).append(message_id)
@@ -298,31 +289,40 @@ class WorkingMemory:
             self._script(keys=self._keys(tenant, session_id), args=["before", *message_ids], client=pipe)
         with telemetry.observe_working("before"):
             replies = pipe.execute()
-        found: dict[tuple[str, str, str], TurnBefore] = {}
+        found: dict[tuple[str, str, str], StoredMessage] = {}
         for ((tenant, session_id), message_ids), reply in zip(sessions.items(), replies, strict=True):
             if reply[0] == "nosession":
                 continue
-            wanted = [(m, record, vector) for m, record, vector
-                      in zip(message_ids, reply[2::2], reply[3::2], strict=True) if record]
-            opened = self._opened(tenant, reply[1], self._parse(session_id, [record for _, record, _ in wanted]))
-            found |= {(tenant, session_id, m): TurnBefore(turn, vector)
-                      for (m, _, vector), turn in zip(wanted, opened, strict=True)}
+            wanted = [(m, record) for m, record in zip(message_ids, reply[2:], strict=True) if record]
+            opened = self._opened(tenant, reply[1], self._parse(session_id, [record for _, record in wanted]))
+            found |= {(tenant, session_id, m): turn for (m, _), turn in zip(wanted, opened, strict=True)}
         return [found.get(m) for m in messages]
 
     def keep_vectors(self, vectors: Sequence[tuple[str, str, str, str]]) -> None:
         """For each (tenant, session id, message id, vector as text), keep it as the vector of the session's
-        newest turn for ``context_vector_ttl_s``, for ``turns_before`` to hand out with that turn: the next
-        turn's embedding adds a share of it, on whichever embed worker, without embedding it again (never past
-        the session's TTL). Not kept for a message taken back, in a child's session, or where a later turn's is
-        already; one round trip."""
+        newest turn for ``context_vector_ttl_s`` (never past the session's TTL), for ``kept_vectors``: the
+        next turn's embedding adds a share of it, on whichever embed worker, without embedding it again. Not
+        kept for a message taken back, in a child's session, or where a later turn's is already; one round
+        trip."""
         ttl = min(self._settings.context_vector_ttl_s, self._settings.session_ttl_s)
         if not vectors or not ttl:
             return
         pipe = self._redis.pipeline(transaction=False)
         for tenant, session_id, message_id, vector in vectors:
-            self._script(keys=self._keys(tenant, session_id), args=["vector", ttl, message_id, vector], client=pipe)
+            k = keys.session(tenant, session_id)
+            self._keep_vector(keys=[k.meta, k.ids, k.vec], args=[ttl, message_id, vector], client=pipe)
         with telemetry.observe_working("vector"):
             pipe.execute()
+
+    def kept_vectors(self, turns: Sequence[tuple[str, str, int]]) -> list[str]:
+        """For each (tenant, session id, seq) of a turn, the vector ``keep_vectors`` kept of it ('' if none:
+        never kept, a later turn's kept since, taken back, or expired); one round trip."""
+        if not turns:
+            return []
+        pipe = self._redis.pipeline(transaction=False)
+        for tenant, session_id, seq in turns:
+            pipe.hget(keys.session(tenant, session_id).vec, str(seq))
+        return [decoded(vector) or "" for vector in pipe.execute()]
 
     def _opened(self, tenant: str, user_id: str, records: list[StoredMessage]) -> list[StoredMessage]:
         if not any(r.content.startswith(SEALED_TEXT) for r in records):

@@ -4,7 +4,7 @@
 -- (counters.lua) and job_accept (jobs.lua). Every key is in the session's shard (one hash tag: one slot of a
 -- cluster); the caller pushes the tasks a step decides onto the broker after it (``memory.state.dispatch``).
 -- KEYS: meta, msg, full, snap, ids, vec, job, pending, user_sessions, metrics, retracting[, job keys ('seal')]
--- ARGV[1] = op: 'append' | 'rollback' | 'drop' | 'read' | 'before' | 'vector' | 'get' | 'held' | 'seal' | 'child'
+-- ARGV[1] = op: 'append' | 'rollback' | 'drop' | 'read' | 'before' | 'get' | 'held' | 'seal' | 'child'
 --
 -- Whether the session's user is a child is kept in meta ('child': '1' or '0'), so the accept step need not
 -- read the user's policy (another slot): set from the policy its caller read when the session starts, and
@@ -23,10 +23,9 @@
 -- `ids` maps a client message_id to "seq|content hash", with "|r" after it once a rollback took the
 -- message back (retracted): its long-term effects are removed, and the id is not accepted again.
 --
--- `vec` holds the vector the newest turn embedded so far was embedded to (seq → the vector as the embed stage
--- writes it; 'vector'), for as long as the embed stage says: 'before' hands it out with the record, so the
--- next turn's vector adds a share of it without embedding that turn again (on another embed worker too).
--- Any step that takes a message back, and child mode, drop it.
+-- `vec` holds the vector the newest turn embedded so far was embedded to (vectors.lua), so the next turn's
+-- vector adds a share of it without embedding that turn again (on another embed worker too). Any step that
+-- takes a message back, and child mode, drop it.
 
 local meta, msg, full, snap, ids, vec = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local job, pending, user_sessions, metrics, retracting = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
@@ -392,8 +391,7 @@ end
 
 if op == 'before' then
   -- ARGV: op, message ids. For each, the record of the message just before it in the head snapshot ('' if
-  -- it is the first, not in the window, or unknown): the turn a reply answers, without the whole window;
-  -- and the vector that turn was embedded to, if `vec` holds it ('' if not).
+  -- it is the first, not in the window, or unknown): the turn a reply answers, without the whole window.
   local head = tonumber(redis.call('HGET', meta, 'head'))
   if not head then return {'nosession'} end
   local seqs = expand(snapshot(head) or {})
@@ -403,30 +401,9 @@ if op == 'before' then
   for n = 2, #ARGV do
     local seen = redis.call('HGET', ids, ARGV[n])
     local i = seen and at[tonumber(string.sub(seen, 1, string.find(seen, '|', 1, true) - 1))]
-    if i and i > 1 then
-      out[#out + 1] = redis.call('HGET', msg, seqs[i - 1]) or ''
-      out[#out + 1] = redis.call('HGET', vec, seqs[i - 1]) or ''
-    else
-      out[#out + 1] = ''
-      out[#out + 1] = ''
-    end
+    out[#out + 1] = (i and i > 1) and (redis.call('HGET', msg, seqs[i - 1]) or '') or ''
   end
   return out
-end
-
-if op == 'vector' then
-  -- ARGV: op, ttl, message id, vector. Keep the vector the message was embedded to, as the session's newest
-  -- turn's for `ttl` seconds, unless `vec` holds a later turn's, the message was taken back (or never
-  -- taken), or the session is a child's (child mode came while it was being embedded). Replies 1 if kept.
-  local seen = redis.call('HGET', ids, ARGV[3])
-  if not seen or string.sub(seen, -2) == '|r' or redis.call('HGET', meta, 'child') == '1' then return 0 end
-  local seq = tonumber(string.sub(seen, 1, string.find(seen, '|', 1, true) - 1))
-  local held = redis.call('HKEYS', vec)[1]
-  if held and tonumber(held) > seq then return 0 end
-  redis.call('DEL', vec)
-  redis.call('HSET', vec, seq, ARGV[4])
-  redis.call('EXPIRE', vec, tonumber(ARGV[2]))
-  return 1
 end
 
 if op == 'get' then
