@@ -21,6 +21,7 @@ from bench.load import (
     corpus,
     cpu_ms_each,
     cpu_seconds,
+    embedded_texts,
     enqueue_all,
     long_answers,
     message_body,
@@ -214,7 +215,7 @@ def _two_embed_workers(stack: Stack, answers: list[tuple[str, str]]) -> dict:
     second[second.index("-n") + 1] = "embed-2@%h"
 
     def run(mark: str) -> dict:
-        before, cpu_before = _model_texts(stack), cpu_seconds(stack)
+        before, cpu_before = embedded_texts(stack.api_url).get("model", 0.0), cpu_seconds(stack)
         for turn in range(TURNS):
             role = "user" if turn % 2 == 0 else "assistant"
             bodies = [{"user_id": f"w{mark}{k}", "session_id": f"w{mark}{k}", "message_id": f"m{turn}", "role": role,
@@ -224,7 +225,8 @@ def _two_embed_workers(stack: Stack, answers: list[tuple[str, str]]) -> dict:
             wait_finished(Mneme(stack.settings).state.jobs, asyncio.run(enqueue_all(stack.api_port, bodies, 8)),
                           started, 0.02)
         cpu = cpu_ms_each(cpu_before, cpu_seconds(stack), TURNS * SESSIONS)
-        return {"model_texts_per_message": (_model_texts(stack) - before) / (TURNS * SESSIONS),
+        model = embedded_texts(stack.api_url).get("model", 0.0)
+        return {"model_texts_per_message": (model - before) / (TURNS * SESSIONS),
                 "embed_workers_cpu_ms_per_message": round(sum(v for k, v in cpu.items() if "embed" in k), 2)}
 
     def start(ttl: str | None, workers: int) -> None:  # the embed workers, keeping turns' vectors for ttl
@@ -247,10 +249,3 @@ def _two_embed_workers(stack: Stack, answers: list[tuple[str, str]]) -> dict:
         start(ttl, 1)  # the stack as it was
     return {"sessions": SESSIONS, "turns": TURNS, "kept": kept, "not_kept": not_kept}
 
-
-def _model_texts(stack: Stack) -> float:
-    """``mneme_embedded_texts_total{source="model"}``, summed over the stack's processes (its /metrics)."""
-    for line in httpx.get(stack.api_url + "/metrics", timeout=10).text.splitlines():
-        if line.startswith('mneme_embedded_texts_total{source="model"}'):
-            return float(line.split()[-1])
-    return 0.0

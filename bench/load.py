@@ -1,7 +1,7 @@
 """The stack under load, for the benchmarks that drive a real one (end to end, the API, reads, fairness): the
 bench conversations' texts, message bodies, a minimal keep-alive HTTP client (httpx spent ~1 ms of the box's CPU per
-request, which the stack it measures would pay for), sending, watching jobs end, and CPU seconds per process; the
-tenant the benches write as, and a Valkey of its own for those that need Redis alone."""
+request, which the stack it measures would pay for), sending, watching jobs end, CPU seconds per process and the texts
+the model embedded; the tenant the benches write as, and a Valkey of its own for those that need Redis alone."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+
+import httpx
 
 from memory.state.jobs import Jobs
 from workers.local.stack import Stack
@@ -89,6 +91,14 @@ async def send_all(port: int, path: str, bodies: list[bytes], concurrency: int, 
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     return answers
+
+
+def embedded_texts(api_url: str) -> dict[str, float]:
+    """``mneme_embedded_texts_total`` by source (model, recent, shared), summed over a stack's processes (its
+    ``/metrics``)."""
+    lines = httpx.get(f"{api_url}/metrics", timeout=10).text.splitlines()
+    return {line.split('"')[1]: float(line.split()[-1]) for line in lines
+            if line.startswith("mneme_embedded_texts_total{")}
 
 
 def cpu_seconds(stack: Stack) -> dict[str, float]:

@@ -9,6 +9,7 @@ import httpx
 import pytest
 from mneme_client import MnemeClient
 
+from bench.load import embedded_texts
 from memory import ids
 from memory.models import Role
 from memory.state import keys
@@ -202,13 +203,6 @@ CONVERSATION = ["我叫林小雨，最近在准备物理竞赛", "Great, let's p
                 "下周三我要考化学", "Good luck on Wednesday! Review the periodic table tonight."]
 
 
-def _embedded_texts(stack) -> dict[str, float]:
-    """``mneme_embedded_texts_total`` by source, summed over the stack's processes (GET /metrics)."""
-    lines = httpx.get(f"{stack.api_url}/metrics", timeout=10).text.splitlines()
-    return {line.split('"')[1]: float(line.split()[-1]) for line in lines
-            if line.startswith("mneme_embedded_texts_total{")}
-
-
 def test_with_two_embed_workers_the_model_embeds_each_turn_of_a_conversation_once(client, uid, runtime, stack):
     """A message's vector adds a share of the turn it answers. With two embed workers the turn before was
     often embedded by the other one, which kept its vector in working memory: the model embeds each message
@@ -219,7 +213,7 @@ def test_with_two_embed_workers_the_model_embeds_each_turn_of_a_conversation_onc
     cmd = stack.commands()["worker-embed"]
     cmd[cmd.index("-n") + 1] = "embed-2@%h"
     drain(runtime)
-    before = _embedded_texts(stack)
+    before = embedded_texts(stack.api_url)
     stack._spawn("worker-embed-2", cmd)  # loads its model on its first batch: no warm-up texts counted
     said: dict[str, list[str]] = {f"s{uid}-{k}": [] for k in range(3)}
     jobs: list[str] = []
@@ -237,7 +231,7 @@ def test_with_two_embed_workers_the_model_embeds_each_turn_of_a_conversation_onc
         logs = {name: (stack.logs / f"{name}.log").read_text() for name in ("worker-embed", "worker-embed-2")}
     finally:
         stack.stop_one("worker-embed-2")
-    after = _embedded_texts(stack)
+    after = embedded_texts(stack.api_url)
     took = {name: sum(f"job {job}" in log for job in jobs) for name, log in logs.items()}
     assert min(took.values()) > 0, f"both workers embedded turns of the conversation: {took}"
     assert after["model"] - before.get("model", 0) == len(said) * len(CONVERSATION)  # no turn a second time
