@@ -211,8 +211,6 @@ def _two_embed_workers(stack: Stack, answers: list[tuple[str, str]]) -> dict:
     memory (``MNEME_CONTEXT_VECTOR_TTL_S=0``), the baseline: a turn the other worker embedded is embedded again
     as its reply's context."""
     said = {role: [text for r, text in answers if r == role] for role in ("user", "assistant")}
-    second = stack.commands()["worker-embed"]
-    second[second.index("-n") + 1] = "embed-2@%h"
 
     def run(mark: str) -> dict:
         before, cpu_before = embedded_texts(stack.api_url).get("model", 0.0), cpu_seconds(stack)
@@ -236,7 +234,7 @@ def _two_embed_workers(stack: Stack, answers: list[tuple[str, str]]) -> dict:
         stack.env |= {"MNEME_CONTEXT_VECTOR_TTL_S": ttl} if ttl is not None else {}
         stack.start_one("worker-embed")
         if workers == 2:
-            stack._spawn("worker-embed-2", second)  # noqa: SLF001 - a second one, named for wait_ready
+            stack.start_another("worker-embed", "worker-embed-2", "embed-2")
         stack.wait_ready(wait_embedder=False)
 
     ttl = stack.env.get("MNEME_CONTEXT_VECTOR_TTL_S")  # None: the default

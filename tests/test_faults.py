@@ -590,9 +590,7 @@ def test_an_audit_message_lost_by_the_broker_is_written_after_all(fstack, rt, ce
     worker SIGKILLed before kombu recorded it in 'unacked' does); the redrive re-sends them from the outbox."""
     stack, user = fstack, f"a{uid}"
     stack.stop_one("worker-pipeline")  # nobody consumes 'audit' while a worker runs extract and graph
-    cmd = stack.commands()["worker-pipeline"]
-    cmd[cmd.index("-Q") + 1], cmd[cmd.index("-n") + 1] = "extract,graph", "graphonly@%h"
-    stack._spawn("worker-graphonly", cmd)
+    stack.start_another("worker-pipeline", "worker-graphonly", "graphonly", queues="extract,graph")
     try:
         stack.wait_ready(wait_embedder=False)
         job = post(stack, user, 0)  # 我喜欢物理第0课: one graph write, one audit record
@@ -772,8 +770,7 @@ def test_what_a_worker_that_never_returns_held_comes_back_through_the_redrive(fs
     running worker sweeps: the redrive puts back what it held once that is older than the visibility timeout."""
     stack = fstack
     job, tag = _kill_holding_a_graph_task(stack, rt, f"o{uid}")
-    renamed = [part.replace("pipeline@", "pipeline-new@") for part in stack.commands()["worker-pipeline"]]
-    stack._spawn("worker-pipeline", renamed)  # noqa: SLF001 - the stack's own worker, under a new name
+    stack.start_another("worker-pipeline", "worker-pipeline", "pipeline-new")  # the stack's own worker, renamed
     try:
         wait_until(lambda: any(n.startswith("pipeline-new@") for r in celery.control.ping(timeout=1) or [] for n in r),
                    120, "the renamed worker up")

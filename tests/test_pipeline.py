@@ -210,11 +210,9 @@ def test_with_two_embed_workers_the_model_embeds_each_turn_of_a_conversation_onc
     42 model texts for these 24 messages), and a reply's vector is the one a single worker gives it."""
     from memory.embedding import USEEmbedder, embed_in_context
 
-    cmd = stack.commands()["worker-embed"]
-    cmd[cmd.index("-n") + 1] = "embed-2@%h"
     drain(runtime)
     before = embedded_texts(stack.api_url)
-    stack._spawn("worker-embed-2", cmd)  # loads its model on its first batch: no warm-up texts counted
+    stack.start_another("worker-embed", "worker-embed-2", "embed-2")  # no warm-up texts: its model loads with a batch
     said: dict[str, list[str]] = {f"s{uid}-{k}": [] for k in range(3)}
     jobs: list[str] = []
     try:

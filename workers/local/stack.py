@@ -215,6 +215,19 @@ class Stack:
         if self.state_written:  # a restarted process has a new pid
             self.write_state()
 
+    def start_another(self, kind: str, name: str, node: str, queues: str | None = None) -> None:
+        """One more process of the worker ``kind`` (``worker-embed``, ``worker-pipeline``) as ``name``: its Celery
+        node ``node@<host>``, consuming ``queues`` (comma-separated) if given, else the kind's. Stop it with
+        ``stop_one(name)``. Only the process named ``worker-embed`` loads its model at start; another loads it with
+        its first batch."""
+        cmd = self.commands()[kind]
+        cmd[cmd.index("-n") + 1] = f"{node}@%h"
+        if queues is not None:
+            cmd[cmd.index("-Q") + 1] = queues
+        self._spawn(name, cmd)
+        if self.state_written:
+            self.write_state()
+
     # --- the state file (how tools find this stack) ------------------------------------------
     def write_state(self) -> None:
         settings = self.settings
