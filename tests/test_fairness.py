@@ -92,6 +92,29 @@ def test_a_place_held_by_a_job_that_ended_unseen_is_freed_once_it_looks_stuck(fa
     assert fair.queued(tenant) == (WINDOW, 1)
 
 
+def test_a_slow_pipeline_is_looked_at_once_in_a_while_not_at_every_step(redis, jobs):
+    """Jobs all still at work past ``STUCK_S`` (workers stopped, a long backlog) look stuck at every step, and a
+    look asks after every job in flight: looking at every step made each of the API's sends ~5-8 ms. A process
+    looks at most every ``look_every_s``, and a job that ended unseen is still freed at its next look."""
+    asked: list[int] = []
+
+    def unfinished(job_ids):
+        asked.append(len(job_ids))
+        return jobs.unfinished(job_ids)
+
+    fair, tenant = FairShare(redis, WINDOW, unfinished, look_every_s=0.5), _tenant()
+    ids = _accepted(jobs, tenant, WINDOW + 2)
+    fair.admit({tenant: [(job_id, None) for job_id in ids]})
+    redis.zadd(keys.fair(tenant)[0], {job_id: time.time() - STUCK_S - 1 for job_id in ids[:WINDOW]})
+    for _ in range(20):
+        assert fair.admit({tenant: []})[tenant].let_in == []
+    assert asked == [WINDOW]  # one look, every job in flight still pending
+    jobs.finish(ids[0], "retracted", "taken back")  # ended where no one told the line
+    wait_until(lambda: fair.admit({tenant: []})[tenant].let_in == [(ids[WINDOW], None)], 10,
+               "the next look frees the place of the job that ended")
+    assert asked == [WINDOW, WINDOW]
+
+
 def test_an_erased_users_jobs_leave_the_line_and_the_redrive_lets_the_others_in(fair, jobs, redis):
     tenant = _tenant()
     ids = _accepted(jobs, tenant, WINDOW + 3)
