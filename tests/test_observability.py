@@ -18,7 +18,6 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from mneme_client import MnemeClient
-from prometheus_client.parser import text_string_to_metric_families
 
 from memory import extraction, logs, telemetry
 from memory.llm import LLMExtractor
@@ -28,19 +27,11 @@ from memory.state import keys
 from memory.state.broker import Broker
 from memory.state.client import connect
 from tests.llm_stub import StubLLM
+from tests.metrics import sample
 from tests.stacks import running_stack
 from workers.api.observability import install
 from workers.celery_app import QUEUES
 from workers.local.stack import free_port
-
-
-def sample(body: str, name: str, **labels: str) -> float | None:
-    """The value of one sample of a Prometheus text body (labels: a subset to match), None if absent."""
-    for family in text_string_to_metric_families(body):
-        for s in family.samples:
-            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
-                return s.value
-    return None
 
 
 def json_lines(path) -> list[dict]:

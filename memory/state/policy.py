@@ -75,6 +75,10 @@ class Policies:
     def get(self, tenant: str, user_id: str) -> Policy:
         return self._policy(user_id, decoded(self._redis.hgetall(keys.user(tenant, user_id))))
 
+    def is_child(self, tenant: str, user_id: str) -> bool:
+        """Whether the user is under child mode (one field read: a session starting asks only this)."""
+        return bool(self._redis.hget(keys.user(tenant, user_id), "child") == "1")
+
     def get_each(self, users: Sequence[tuple[str, str]]) -> list[Policy]:
         """The policy of each (tenant, user id), in one round trip."""
         pipe = self._redis.pipeline(transaction=False)

@@ -35,6 +35,7 @@ from memory.text import clean, sha256, truncate_reply
 
 _LUA = script("jobs.lua", "counters.lua", "sessions.lua")
 DIGEST_CHARS = 32  # of the content's sha256 hex, kept per message id to tell a retry from a reused id
+SEEN_SESSIONS = 20_000  # sessions a process remembers appending to (~2 MB), then it starts afresh
 
 
 def _short(name: str, key: str) -> Any:  # a required field, also read from its short key in stored records
@@ -133,6 +134,9 @@ class WorkingMemory:
         self._script = client.register_script(_LUA)
         self._keep_vector = client.register_script(script("vectors.lua"))
         self._open_key = open_key
+        #: sessions this process has appended to (a hint, bounded): a message of another is read its user's child
+        #: flag first, which a session starting needs — else the step asks for it, and runs again
+        self._seen: set[tuple[str, str]] = set()
 
     def _run(self, tenant: str, session_id: str, *args: EncodableT, job_id: str = "", user_id: str = "",
              job_keys: Sequence[str] = ()) -> list[Any]:
@@ -185,7 +189,9 @@ class WorkingMemory:
         digest = sha256(text)[:DIGEST_CHARS]
         seal_key: bytes | None = None
         check_child = child_seal_key is not None
-        child = ""  # the user's flag as their policy says, read only when a session starts
+        child = ""  # the user's flag as their policy says, read when a session starts (the step says so)
+        if (tenant, session_id) not in self._seen:  # maybe starting: read now, not after a step that asks for it
+            child = "1" if self._policies.is_child(tenant, user_id) else "0"
         context = f"{session_id}\x1f{message_id}"
         while True:
             protect = (lambda t, k=seal_key: seal_text(k, t, context)) if seal_key else (lambda t: t)
@@ -210,13 +216,16 @@ class WorkingMemory:
             reply = self._run(tenant, session_id, "append", json.dumps(fields, ensure_ascii=False),
                               job_id=job_id, user_id=user_id)
             if reply[0] == "policy":  # the session starts: the step needs the user's flag
-                child = "1" if self._policies.get(tenant, user_id).child else "0"
+                child = "1" if self._policies.is_child(tenant, user_id) else "0"
                 continue
             if reply[0] != "child":
                 break
             if child_seal_key is None:  # cannot happen: the script says 'child' only when asked to check
                 raise RuntimeError(f"session {session_id!r}: the accept step asked for a child's key; none given")
             seal_key, check_child = child_seal_key(), False  # a child: seal, ask again
+        if len(self._seen) >= SEEN_SESSIONS:
+            self._seen.clear()
+        self._seen.add((tenant, session_id))
         status = reply[0]
         if status == "retracted":
             raise Conflict(f"message_id {message_id!r} was taken back (撤回) in session {session_id!r}; "
