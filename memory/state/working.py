@@ -35,7 +35,7 @@ from memory.text import clean, sha256, truncate_reply
 
 _LUA = script("jobs.lua", "counters.lua", "sessions.lua")
 DIGEST_CHARS = 32  # of the content's sha256 hex, kept per message id to tell a retry from a reused id
-SEEN_SESSIONS = 20_000  # sessions a process remembers appending to (~2 MB), then it starts afresh
+SEEN_SESSIONS = 10_000  # sessions a process remembers appending to (~2.5 MB at most), then it starts afresh
 
 
 def _short(name: str, key: str) -> Any:  # a required field, also read from its short key in stored records
