@@ -53,6 +53,7 @@ from memory.userhash import hashing_key
 from memory.vocabulary import Vocabulary, load_vocabulary
 
 ADAPTER_CHECK_S = 2.0
+WARM_UP_TEXTS = ("warm up", "预热一下")  # what a process embeds as it warms up (``Mneme.warm_up``)
 
 
 class Mneme:
@@ -176,7 +177,7 @@ class Mneme:
         is not the one that pays for it. A store that cannot open now is reported by ``health``.
         ``segmenter``: load the word segmenter's dictionary too (~33 MB: the API segments every query; the
         embed worker never segments)."""
-        self.embedder.embed(["warm up", "预热一下"])
+        self.embedder.embed(list(WARM_UP_TEXTS))
         if segmenter:
             tokenize("预热一下")
         pings: tuple[Callable[[], None], ...] = (lambda: self.episodic.ping(), lambda: self.semantic.ping())

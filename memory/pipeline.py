@@ -279,7 +279,32 @@ def _kept(mneme: Mneme, vector: np.ndarray) -> str:
 
 def embed_stage(mneme: Mneme, items: Sequence[EmbedItem]) -> list[dict[str, Any]]:
     """Embed many messages in one model call and store (or merge) their events; returns the audit
-    records of events that left the live layer over the per-user cap."""
+    records of events that left the live layer over the per-user cap. In three steps, so that a worker
+    can read and write for one batch while the model embeds another: ``embed_inputs`` (Redis only), then
+    ``embed_vectors`` (the model), then ``store_embedded`` (the stores)."""
+    return store_embedded(mneme, embed_vectors(mneme, embed_inputs(mneme, items)))
+
+
+class EmbedInputs(NamedTuple):
+    """The messages of a batch still to be kept, the texts the model embeds for them (``embed_inputs``)."""
+
+    items: list[EmbedItem]
+    texts: list[str]  # a message's text as it is embedded
+    said_before: list[Context]  # a message's context (``contexts``)
+    known: dict[str, np.ndarray]  # contexts' own vectors another embedding kept (``vectors_answered``)
+
+
+class Embedded(NamedTuple):
+    """A batch's messages with their vectors, not yet stored (``embed_vectors``)."""
+
+    items: list[EmbedItem]
+    vectors: np.ndarray  # a row a message
+    kept: list[tuple[str, str, str, str]]  # each session's newest turn's own vector, for working memory
+
+
+def embed_inputs(mneme: Mneme, items: Sequence[EmbedItem]) -> EmbedInputs:
+    """What ``embed_vectors`` needs, read from Redis: the messages still to be kept (one queued before its
+    user's erasure, or taken back, ends its job here), their texts, their contexts."""
     gone = mneme.state.policies.erased_after_each([(i.tenant, i.user_id, i.received_at) for i in items])
     erased = [i for i, erased_since in zip(items, gone, strict=True) if erased_since]
     for item in erased:  # queued before the user's erasure: dropped, never resurrected
@@ -291,14 +316,27 @@ def embed_stage(mneme: Mneme, items: Sequence[EmbedItem]) -> list[dict[str, Any]
     items = [i for i in items if i not in retracted]
     texts = [html.unescape(item.text)[:EMBED_MAX_CHARS] for item in items]
     said_before = contexts(mneme, items)
+    known = vectors_answered(mneme, said_before, texts) if mneme.settings.context_vector_weight else {}
+    return EmbedInputs(items, texts, said_before, known)
+
+
+def embed_vectors(mneme: Mneme, inputs: EmbedInputs) -> Embedded:
+    """The messages' vectors, each its text's own plus a share of its context's, in one model call."""
+    items, texts, said_before = inputs.items, inputs.texts, inputs.said_before
     weight = mneme.settings.context_vector_weight
-    known = vectors_answered(mneme, said_before, texts) if weight else {}
-    own = embed_each(mneme.embedder, [*texts, *(c.text for c in said_before if weight)], known)
+    own = embed_each(mneme.embedder, [*texts, *(c.text for c in said_before if weight)], inputs.known)
     vectors = in_context(own, texts, [c.text for c in said_before], weight, mneme.embedder.dim)
-    if weight:  # each session's newest turn here: what its next turn answers, maybe on another embed worker
-        newest = {(i.tenant, i.session_id): (i, text) for i, text in zip(items, texts, strict=True) if text}
-        mneme.working.keep_vectors([(item.tenant, item.session_id, item.message_id, _kept(mneme, own[text]))
-                                    for item, text in newest.values()])
+    # each session's newest turn here: what its next turn answers, maybe on another embed worker
+    newest = {(i.tenant, i.session_id): (i, text) for i, text in zip(items, texts, strict=True) if text and weight}
+    kept = [(item.tenant, item.session_id, item.message_id, _kept(mneme, own[text])) for item, text in newest.values()]
+    return Embedded(items, vectors, kept)
+
+
+def store_embedded(mneme: Mneme, embedded: Embedded) -> list[dict[str, Any]]:
+    """The messages' events stored (or merged), their jobs done; what was written of a message taken back
+    meanwhile is removed again."""
+    items, vectors = embedded.items, embedded.vectors
+    mneme.working.keep_vectors(embedded.kept)
     events = [event for item in items for event in item.events]
     rows = np.stack([vectors[i] for i, item in enumerate(items) for _ in item.events]) if events else vectors
     said = {event.event_id: item.text for item in items for event in item.events}  # event ids are per user

@@ -4,11 +4,14 @@ retraction in its Redis step (``memory/state/lua/sessions.lua``) until this task
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import queue
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
 from celery import shared_task
@@ -71,11 +74,13 @@ class StageBatches(Batches):  # type: ignore[misc]  # Batches is untyped (see it
     a dead letter, see ``embed``) and logs its own line once the batch has run (with its task id and the id of
     the HTTP request that caused it), and Flower and the logs list a batched stage's messages like any task's.
     Events go out only while they are on (Flower turns them on while it looks). Acknowledged late, once the
-    batch has run, as celery-batches does. A batch is the requests naming ``MNEME_<STAGE>_BATCH_SIZE`` jobs
-    (messages), run as soon as they are buffered, or what came within ``MNEME_<STAGE>_FLUSH_INTERVAL_S``
-    (``stage`` is given with the task)."""
+    batch has run, as celery-batches does. A run is the requests naming ``batches_a_run`` batches of
+    ``MNEME_<STAGE>_BATCH_SIZE`` jobs (messages) — one for extraction and graph writes, four for embedding,
+    whose run is a pipeline (``_embed_batch``) — run as soon as they are buffered, or what came within
+    ``MNEME_<STAGE>_FLUSH_INTERVAL_S`` (``stage`` and ``batches_a_run`` are given with the task)."""
 
     stage = ""
+    batches_a_run = 1
     flush_every = 2**62  # celery-batches counts requests; a batch is counted in jobs instead (``Strategy``)
 
     def __init__(self) -> None:
@@ -83,9 +88,9 @@ class StageBatches(Batches):  # type: ignore[misc]  # Batches is untyped (see it
         self._buffer = _JobCountingQueue()
 
     @property
-    def batch_jobs(self) -> int:
+    def run_jobs(self) -> int:
         size: int = getattr(get_mneme().settings, f"{self.stage}_batch_size")
-        return size
+        return size * self.batches_a_run
 
     @property
     def flush_interval(self) -> float:
@@ -93,14 +98,15 @@ class StageBatches(Batches):  # type: ignore[misc]  # Batches is untyped (see it
         return interval
 
     def Strategy(self, task: Any, app: Any, consumer: Any) -> Callable[..., None]:  # noqa: N802 - Celery's name
-        """celery-batches' handler of a message, then a flush as soon as the buffered requests name a batch
-        of jobs: a request of the branch stages already names up to a batch (``_branch_send``), so it runs at
-        once instead of waiting for the flush interval (the worker would sit idle that long between batches)."""
+        """celery-batches' handler of a message, then a flush as soon as the buffered requests name a run of
+        jobs: a request of the branch stages names up to a batch (``_branch_send``), so in a backlog a run
+        starts once its requests are in, instead of waiting for the flush interval (the worker would sit
+        idle that long between runs)."""
         handle = super().Strategy(task, app, consumer)
 
         def on_message(*args: Any, **kwargs: Any) -> None:
             handle(*args, **kwargs)
-            if self._buffer.jobs >= self.batch_jobs:
+            if self._buffer.jobs >= self.run_jobs:
                 self._do_flush()
 
         return on_message
@@ -241,7 +247,7 @@ def _extracted(mneme: Mneme, job: Job, message: Message, ended: str | None,
                                 mode)._replace(request_id=job.request_id)
 
 
-@shared_task(name="memory.embed", base=StageBatches, stage="embed")
+@shared_task(name="memory.embed", base=StageBatches, stage="embed", batches_a_run=4)
 def embed(requests: list[SimpleRequest]) -> int:
     # celery-batches acknowledges a batch whatever happens in it, so failures are handled here:
     # a transient error re-sends each job with backoff; anything else is isolated job by job
@@ -257,6 +263,12 @@ def embed(requests: list[SimpleRequest]) -> int:
 
 
 def _embed_batch(mneme: Mneme, named: list[Job], built: list[pipeline.EmbedItem | InvalidInput | None]) -> int:
+    """The run's messages a model batch (``MNEME_EMBED_BATCH_SIZE``) at a time through the stage's three
+    steps (``pipeline.embed_stage``), as a pipeline: while the model embeds a batch on this thread (the only
+    one it runs on, as the raw embedder's one thread), a thread beside it stores the batch before and reads
+    the inputs of the batch after. A batch that failed is handled once every batch is stored: a transient
+    error retries its jobs; any other runs them alone, so one poison message fails its own job only. The run
+    is done, and its messages acknowledged, after that."""
     items = []
     for job, item in zip(named, built, strict=True):
         if isinstance(item, InvalidInput):  # a malformed job fails alone
@@ -264,16 +276,46 @@ def _embed_batch(mneme: Mneme, named: list[Job], built: list[pipeline.EmbedItem 
             mneme.state.jobs.fail(job.job_id, "embed", item.message)
         elif item is not None:  # None: nothing left to do
             items.append((job, item))
-    for chunk in _chunks(items, mneme.settings.embed_batch_size):
+    batches = list(_chunks(items, mneme.settings.embed_batch_size))
+    failed: list[tuple[Sequence[tuple[Job, pipeline.EmbedItem]], Exception]] = []
+
+    def outcome(batch: Sequence[tuple[Job, pipeline.EmbedItem]], step: Callable[[], _T]) -> _T | None:
         try:
-            send_audit(pipeline.embed_stage(mneme, [item for _, item in chunk]))
-        except TransientError as exc:
-            _retry_each(embed, [job for job, _ in chunk], "embed", exc)
-        except Exception:  # noqa: BLE001 - isolate the job that broke the batch
-            for job, item in chunk:
-                with _alone(embed, job, "embed"):
-                    send_audit(pipeline.embed_stage(mneme, [item]))
+            return step()
+        except Exception as exc:  # noqa: BLE001 - handled once the run's other batches are stored
+            failed.append((batch, exc))
+            return None
+
+    with ThreadPoolExecutor(1, thread_name_prefix="embed-beside") as beside:
+        def aside(step: Callable[..., _T], *args: Any) -> Future[_T]:  # with this thread's log context
+            return beside.submit(contextvars.copy_context().run, step, mneme, *args)
+
+        def read(batch: Sequence[tuple[Job, pipeline.EmbedItem]]) -> Future[pipeline.EmbedInputs]:
+            return aside(pipeline.embed_inputs, [item for _, item in batch])
+
+        inputs = [read(batches[0])] if batches else []
+        stored: list[tuple[Sequence[tuple[Job, pipeline.EmbedItem]], Future[None]]] = []
+        for k, batch in enumerate(batches):
+            if k + 1 < len(batches):  # queued before this batch's store: ready when the model is
+                inputs.append(read(batches[k + 1]))
+            got = outcome(batch, inputs[k].result)
+            embedded = None if got is None else outcome(batch, partial(pipeline.embed_vectors, mneme, got))
+            if embedded is not None:
+                stored.append((batch, aside(_store, embedded)))
+    for batch, done in stored:
+        outcome(batch, done.result)
+    for batch, exc in failed:
+        if isinstance(exc, TransientError):
+            _retry_each(embed, [job for job, _ in batch], "embed", exc)
+            continue
+        for job, item in batch:
+            with _alone(embed, job, "embed"):
+                send_audit(pipeline.embed_stage(mneme, [item]))
     return len(items)
+
+
+def _store(mneme: Mneme, embedded: pipeline.Embedded) -> None:
+    send_audit(pipeline.store_embedded(mneme, embedded))
 
 
 def send_audit(records: list[dict[str, Any]]) -> None:
@@ -433,3 +475,4 @@ def retract(tenant: str, user_id: str, session_id: str, message_ids: list[str]) 
     mneme.working.retraction_done(Retraction(tenant=tenant, user_id=user_id, session_id=session_id,
                                              message_ids=message_ids))
     return report
+

@@ -11,6 +11,7 @@ from mneme_client import MnemeClient
 
 from bench.load import embedded_texts
 from memory import ids
+from memory.mneme import WARM_UP_TEXTS
 from memory.models import Role
 from memory.state import keys
 from memory.state.broker import job_ids_of
@@ -240,6 +241,45 @@ def test_with_two_embed_workers_the_model_embeds_each_turn_of_a_conversation_onc
     store = runtime.episodic.store
     [(event_id, similarity)] = store.vector_search("default", f"u{uid}-0", reply, None, 1)
     assert similarity > 0.9999 and store.get("default", f"u{uid}-0", [event_id])[0].message_ids == ["m5"]
+
+
+def test_a_backlog_is_embedded_in_runs_of_batches_each_turn_once_with_its_context(client, uid, runtime, stack):
+    """In a backlog the embed worker takes four model batches a run and pipelines them: it reads the next
+    batch's inputs and stores the batch before while the model embeds one. A conversation's turns fall in
+    consecutive batches of a run (a batch of two here), each answering a turn of the batch before, which is
+    not stored yet when the next batch's inputs are read: every message is done, the model embeds each turn
+    once, and a reply's vector is the one a lone embedding gives it (its own plus a share of the turn it
+    answers)."""
+    from memory.embedding import USEEmbedder, embed_in_context
+
+    drain(runtime)
+    before = embedded_texts(stack.api_url)
+    said: dict[str, list[str]] = {f"s{uid}-{k}": [] for k in range(2)}
+    stack.stop_one("worker-embed")  # the embeddings wait in their queue, the backlog
+    try:
+        jobs = []
+        for turn, line in enumerate(CONVERSATION):
+            for k, session in enumerate(said):
+                said[session].append(f"{line} #{uid}{k}")
+                jobs.append(client.remember(user_id=f"u{uid}-{k}", session_id=session, message_id=f"m{turn}",
+                                            role="user" if turn % 2 == 0 else "assistant",
+                                            content=said[session][-1], client_ts=1_700_000_000 + turn).job_id)
+        wait_until(lambda: {j for m in runtime.state.client.lrange("embed", 0, -1) for j in job_ids_of(m)} >= set(jobs),
+                   30, "every message extracted, its embedding queued")
+    except BaseException:
+        stack.start_one("worker-embed")
+        raise
+    with restarted(stack, "worker-embed", MNEME_EMBED_BATCH_SIZE="2", MNEME_EMBED_FLUSH_INTERVAL_S="1"):
+        done = client.wait(jobs, timeout=60)
+        model = embedded_texts(stack.api_url)["model"] - before.get("model", 0) - len(WARM_UP_TEXTS)  # its start's
+    assert {j.state for j in done} == {"done"} and max(j.embed_batch for j in done) == 2
+    assert model == len(jobs)  # no turn a second time
+    embedder, weight = USEEmbedder(), runtime.settings.context_vector_weight
+    for i, job in enumerate(done[2:], start=2):  # a turn after the first: a reply, with a context
+        (turn, k), session = divmod(i, 2), f"s{uid}-{i % 2}"
+        reply = embed_in_context(embedder, said[session][turn:turn + 1], said[session][turn - 1:turn], weight)[0]
+        [(event_id, similarity)] = runtime.episodic.store.vector_search("default", f"u{uid}-{k}", reply, None, 1)
+        assert similarity > 0.9999 and event_id in job.event_ids, (turn, k)
 
 
 def test_queued_jobs_survive_a_worker_restart(client, uid, stack):
