@@ -177,6 +177,9 @@ def notes(r: dict) -> list[str]:
                       f"at a time, each once the one before was done (its job asked every 5 ms); raw baseline: "
                       f"USEEmbedder(threads=1) on one of those sentences (median)"
                       if (o := e.get("one_at_a_time")) else "")
+                   + (f"; steady traffic: {t['messages']} messages of the bench conversations POSTed at "
+                      f"{t['rate']:.0f} a second on one keep-alive connection, each job's state asked every 10 ms"
+                      if (t := e.get("steady")) else "")
                    + (f"; an agent's answers: the bench conversations with each assistant reply followed by 3 to 10 "
                       f"others of the corpus (bench.load.long_answers), {g['messages']} messages POSTed and done as "
                       f"above; raw baseline: the embedder on those texts as the embed stage embeds them"

@@ -68,6 +68,8 @@ def bench_e2e(stack: Stack, n: int) -> dict:
     one_by_one = _one_at_a_time(stack, [{"user_id": "light", "session_id": "light-s", "message_id": f"light-{i}",
                                          "role": "user", "content": text, "client_ts": time.time()}
                                         for i, text in enumerate(fresh)])
+    steady = _steady(stack, [message_body(20 * n + fed + i, unique(20 * n + fed + i)[1], unique(20 * n + fed + i)[0],
+                                          40, 25, ts + i) for i in range(int(STEADY_RATE * STEADY_S))], STEADY_RATE)
     raw_one = []
     for text in fresh:  # the raw embedder on one sentence at a time, as a message alone is embedded
         t = time.perf_counter()
@@ -92,6 +94,8 @@ def bench_e2e(stack: Stack, n: int) -> dict:
             "raw_embed_one_p50_s": statistics.median(raw_one),
             "flush_intervals_s": stack.settings.extract_flush_interval_s + stack.settings.embed_flush_interval_s
             + stack.settings.graph_flush_interval_s},
+        "steady": steady | {"flush_intervals_s": stack.settings.extract_flush_interval_s
+                            + stack.settings.embed_flush_interval_s + stack.settings.graph_flush_interval_s},
         "long_answers": {
             "messages": n, "messages_per_s": long["messages_per_s"], "raw_embedder_sentences_per_s": long_raw,
             "ratio": long["messages_per_s"] / long_raw, "failed_jobs": long["failed_jobs"],
@@ -162,6 +166,44 @@ def _one_at_a_time(stack: Stack, bodies: list[dict]) -> dict:
             wait_finished(jobs, [job_id], started, 0.005)
             took.append(time.perf_counter() - started)
     return {"messages": len(bodies), "p50_s": statistics.median(took), "max_s": max(took)}
+
+
+STEADY_RATE, STEADY_S = 150, 8  # steady traffic: messages a second, for this long
+
+
+def _steady(stack: Stack, bodies: list[dict], rate: float) -> dict:
+    """Steady traffic: the messages POSTed at ``rate`` a second (message i due at i / rate, on one keep-alive
+    connection), each job's state asked every 10 ms from another thread until it is done: seconds from the
+    POST until done, p50, p95 and the slowest. What a batch of the stages waits for in real traffic — the
+    light-traffic rows send one message at a time, a backlog never waits."""
+    import threading
+
+    jobs, posted, finished = Mneme(stack.settings).state.jobs, {}, {}
+    sending = threading.Event()
+
+    def watch() -> None:
+        while sending.is_set() or len(finished) < len(posted):
+            pending = [j for j in list(posted) if j not in finished]
+            now = time.perf_counter()
+            finished.update({j: now for j, state in jobs.states(pending).items() if state in ("done", "failed")})
+            time.sleep(0.01)
+
+    sending.set()
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        with httpx.Client(base_url=stack.api_url, timeout=30) as http:
+            started = time.perf_counter()
+            for i, body in enumerate(bodies):
+                time.sleep(max(0.0, started + i / rate - time.perf_counter()))
+                job_id = http.post("/v1/messages", json=body).raise_for_status().json()["job_id"]
+                posted[job_id] = time.perf_counter()
+    finally:
+        sending.clear()
+        watcher.join(600)
+    took = sorted(finished[j] - posted[j] for j in posted)
+    return {"messages": len(bodies), "rate": rate, "p50_s": statistics.median(took),
+            "p95_s": took[int(0.95 * (len(took) - 1))], "max_s": took[-1]}
 
 
 def _batched(stack: Stack, bodies: list[dict], per: int) -> dict:

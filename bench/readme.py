@@ -139,6 +139,7 @@ def _e2e(e: dict) -> list[Row]:
                past["messages_per_s"], HIGHER, show("{:.0f} sent/s", raw), show("{:.2f}x", past["ratio"]))]
           if (past := e.get("past_the_cap")) else []),
         *_light_traffic(e.get("one_at_a_time")),
+        *_steady(e.get("steady")),
         *([row(f"  end to end, an agent's answers at a chat model's length ({long['chars_per_text']:.0f} chars a text)",
                "{:.0f} msg/s", long["messages_per_s"], HIGHER,
                show("{:.0f} sent/s", long["raw_embedder_sentences_per_s"]), show("{:.2f}x", long["ratio"]),
@@ -174,6 +175,18 @@ def _light_traffic(o: dict | None) -> list[Row]:
             LOWER, baseline, "-", f"(info) the stages' flush intervals: {o['flush_intervals_s']:.1f} s in all"),
         row("    the slowest of them", "{:.2f} s", o["max_s"], LOWER, baseline, "-", "<= 1 s",
             at_most(o["max_s"], 1.0)),
+    ]
+
+
+def _steady(o: dict | None) -> list[Row]:
+    """Steady traffic: a batch of a stage is not held for more messages than the traffic brings."""
+    if not o:
+        return []
+    baseline = f"{o['flush_intervals_s']:.1f} s (flush intervals)"
+    return [
+        row(f"  steady traffic, {o['rate']:.0f} messages/s for {o['messages'] / o['rate']:.0f} s: POST -> done, p50",
+            "{:.2f} s", o["p50_s"], LOWER, baseline),
+        row("    p95", "{:.2f} s", o["p95_s"], LOWER, baseline, "-", "<= 1 s", at_most(o["p95_s"], 1.0)),
     ]
 
 

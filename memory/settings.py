@@ -67,8 +67,8 @@ class Settings(BaseSettings):
     job_done_ttl_s: int = Field(24 * 3600, ge=60, description="How long a finished job's status stays readable.")
     redrive_after_s: int = Field(300, ge=1, description="Accepted jobs not done by then are re-sent.")
     embed_batch_size: int = Field(32, ge=1, le=1024, description="The model embeds up to this many messages in "
-                                  "one call; the embed worker runs four such batches at once when that many are "
-                                  "queued, storing one while the model embeds the next.")
+                                  "one call; the embed worker runs up to four such batches at once when a backlog "
+                                  "has them queued, storing one while the model embeds the next.")
     embed_flush_interval_s: float = Field(0.2, gt=0)
     extract_batch_size: int = Field(32, ge=1, le=1024, description="A worker extracts up to this many messages "
                                     "as one batch, declared in one round trip, at once when that many are queued.")

@@ -64,6 +64,8 @@ def llm_extract(job_id: str) -> dict[str, Any]:
     return {"events": len(extraction.events), "facts": len(extraction.facts), "mode": mode.value}
 
 
+RUN_WAIT_S = 0.02  # a run of several batches, once one is buffered, waits this long for the rest (a backlog's come
+# within milliseconds; steady traffic's would take a flush interval, which its messages should not wait)
 BRANCH_TASKS = {"embed": "memory.embed", "graph": "memory.upsert_graph"}  # branch (its stage) → task
 
 
@@ -75,9 +77,10 @@ class StageBatches(Batches):  # type: ignore[misc]  # Batches is untyped (see it
     the HTTP request that caused it), and Flower and the logs list a batched stage's messages like any task's.
     Events go out only while they are on (Flower turns them on while it looks). Acknowledged late, once the
     batch has run, as celery-batches does. A run is the requests naming ``batches_a_run`` batches of
-    ``MNEME_<STAGE>_BATCH_SIZE`` jobs (messages) — one for extraction and graph writes, four for embedding,
-    whose run is a pipeline (``_embed_batch``) — run as soon as they are buffered, or what came within
-    ``MNEME_<STAGE>_FLUSH_INTERVAL_S`` (``stage`` and ``batches_a_run`` are given with the task)."""
+    ``MNEME_<STAGE>_BATCH_SIZE`` jobs (messages) — one for extraction and graph writes, up to four for
+    embedding, whose run is a pipeline (``_embed_batch``) — run as soon as they are buffered (a run of several
+    ``RUN_WAIT_S`` after its first batch is), or what came within ``MNEME_<STAGE>_FLUSH_INTERVAL_S``
+    (``stage`` and ``batches_a_run`` are given with the task)."""
 
     stage = ""
     batches_a_run = 1
@@ -86,11 +89,12 @@ class StageBatches(Batches):  # type: ignore[misc]  # Batches is untyped (see it
     def __init__(self) -> None:
         super().__init__()
         self._buffer = _JobCountingQueue()
+        self._soon: Any = None  # the timer entry of a run's flush once its first batch is in (``RUN_WAIT_S``)
 
     @property
-    def run_jobs(self) -> int:
+    def batch_jobs(self) -> int:
         size: int = getattr(get_mneme().settings, f"{self.stage}_batch_size")
-        return size * self.batches_a_run
+        return size
 
     @property
     def flush_interval(self) -> float:
@@ -99,17 +103,26 @@ class StageBatches(Batches):  # type: ignore[misc]  # Batches is untyped (see it
 
     def Strategy(self, task: Any, app: Any, consumer: Any) -> Callable[..., None]:  # noqa: N802 - Celery's name
         """celery-batches' handler of a message, then a flush as soon as the buffered requests name a run of
-        jobs: a request of the branch stages names up to a batch (``_branch_send``), so in a backlog a run
-        starts once its requests are in, instead of waiting for the flush interval (the worker would sit
-        idle that long between runs)."""
+        jobs, or ``RUN_WAIT_S`` after they name a batch: a request of the branch stages names up to a batch
+        (``_branch_send``), so in a backlog a run starts once its requests are in, instead of waiting for the
+        flush interval (the worker would sit idle that long between runs), and steady traffic's batch runs
+        without waiting for batches that are not coming."""
         handle = super().Strategy(task, app, consumer)
 
         def on_message(*args: Any, **kwargs: Any) -> None:
             handle(*args, **kwargs)
-            if self._buffer.jobs >= self.run_jobs:
+            if self._buffer.jobs >= self.batch_jobs * self.batches_a_run:
                 self._do_flush()
+            elif self._buffer.jobs >= self.batch_jobs and self._soon is None:
+                self._soon = consumer.timer.call_after(RUN_WAIT_S, self._do_flush)
 
         return on_message
+
+    def _do_flush(self) -> None:
+        if self._soon is not None:
+            self._soon.cancel()
+            self._soon = None
+        super()._do_flush()
 
     def flush(self, requests: Sequence[Request]) -> Any:
         for req in requests:

@@ -282,6 +282,18 @@ def test_a_backlog_is_embedded_in_runs_of_batches_each_turn_once_with_its_contex
         assert similarity > 0.9999 and event_id in job.event_ids, (turn, k)
 
 
+def test_steady_traffic_is_not_held_for_a_run_of_batches(client, uid, runtime, stack):
+    """A run of the embed stage takes four batches when a backlog has them queued, but a batch that steady
+    traffic filled runs a moment after (``RUN_WAIT_S``), not when the flush interval ends (ten minutes here):
+    messages are not kept waiting for others that are not there."""
+    drain(runtime)
+    with restarted(stack, "worker-embed", MNEME_EMBED_BATCH_SIZE="2", MNEME_EMBED_FLUSH_INTERVAL_S="600"):
+        jobs = [client.remember(user_id=f"u{uid}", session_id=f"s{uid}", message_id=f"m{i}", role="user",
+                                content=f"我喜欢{LIKES[i]}").job_id for i in range(2)]
+        done = client.wait(jobs, timeout=60)
+    assert [j.state for j in done] == ["done", "done"]
+
+
 def test_queued_jobs_survive_a_worker_restart(client, uid, stack):
     stack.stop_one("worker-pipeline")
     accepted = client.remember(user_id=f"u{uid}", session_id=f"s{uid}", message_id="m1", role="user",
