@@ -13,6 +13,7 @@ import html
 import json
 import os
 import statistics
+import threading
 import time
 
 import httpx
@@ -68,8 +69,9 @@ def bench_e2e(stack: Stack, n: int) -> dict:
     one_by_one = _one_at_a_time(stack, [{"user_id": "light", "session_id": "light-s", "message_id": f"light-{i}",
                                          "role": "user", "content": text, "client_ts": time.time()}
                                         for i, text in enumerate(fresh)])
-    steady = _steady(stack, [message_body(20 * n + fed + i, unique(20 * n + fed + i)[1], unique(20 * n + fed + i)[0],
-                                          40, 25, ts + i) for i in range(int(STEADY_RATE * STEADY_S))], STEADY_RATE)
+    first = 20 * n + fed  # texts no run before used
+    steady = _steady(stack, [message_body(k, unique(k)[1], unique(k)[0], 40, 25, ts + k)
+                             for k in range(first, first + STEADY_RATE * STEADY_S)], STEADY_RATE)
     raw_one = []
     for text in fresh:  # the raw embedder on one sentence at a time, as a message alone is embedded
         t = time.perf_counter()
@@ -175,14 +177,13 @@ def _steady(stack: Stack, bodies: list[dict], rate: float) -> dict:
     """Steady traffic: the messages POSTed at ``rate`` a second (message i due at i / rate, on one keep-alive
     connection), each job's state asked every 10 ms from another thread until it is done: seconds from the
     POST until done, p50, p95 and the slowest. What a batch of the stages waits for in real traffic — the
-    light-traffic rows send one message at a time, a backlog never waits."""
-    import threading
-
+    light-traffic rows send one message at a time, a backlog never waits. A job not done within 600 s fails
+    the bench."""
     jobs, posted, finished = Mneme(stack.settings).state.jobs, {}, {}
-    sending = threading.Event()
+    sending, deadline = threading.Event(), time.perf_counter() + 600
 
     def watch() -> None:
-        while sending.is_set() or len(finished) < len(posted):
+        while (sending.is_set() or len(finished) < len(posted)) and time.perf_counter() < deadline:
             pending = [j for j in list(posted) if j not in finished]
             now = time.perf_counter()
             finished.update({j: now for j, state in jobs.states(pending).items() if state in ("done", "failed")})
@@ -201,6 +202,8 @@ def _steady(stack: Stack, bodies: list[dict], rate: float) -> dict:
     finally:
         sending.clear()
         watcher.join(600)
+    if missing := len(set(posted) - set(finished)):
+        raise RuntimeError(f"steady traffic: {missing} jobs not done within 600 s")
     took = sorted(finished[j] - posted[j] for j in posted)
     return {"messages": len(bodies), "rate": rate, "p50_s": statistics.median(took),
             "p95_s": took[int(0.95 * (len(took) - 1))], "max_s": took[-1]}

@@ -64,8 +64,9 @@ def llm_extract(job_id: str) -> dict[str, Any]:
     return {"events": len(extraction.events), "facts": len(extraction.facts), "mode": mode.value}
 
 
-RUN_WAIT_S = 0.02  # a run of several batches, once one is buffered, waits this long for the rest (a backlog's come
-# within milliseconds; steady traffic's would take a flush interval, which its messages should not wait)
+# A run of several batches, once one is buffered, waits this long for the rest: a backlog's come within
+# milliseconds; steady traffic's would take a flush interval, which its messages should not wait.
+RUN_WAIT_S = 0.02
 BRANCH_TASKS = {"embed": "memory.embed", "graph": "memory.upsert_graph"}  # branch (its stage) → task
 
 
