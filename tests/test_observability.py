@@ -285,7 +285,7 @@ def test_flower_lists_the_pipeline_tasks(tmp_path_factory, uid):
         deadline = time.monotonic() + 120
         with MnemeClient(stack.api_url) as client:
             n = 0
-            # the batched stages (embed, graph) too: each request sends its own events (tasks.pipeline.StageBatches)
+            # the batched stages (embed, graph) too: each request sends its own events (tasks.batches.StageBatches)
             wanted = {(task, "SUCCESS") for task in ("memory.extract", "memory.embed", "memory.upsert_graph")}
             while not wanted <= seen():
                 assert time.monotonic() < deadline, f"Flower shows {seen()}"
