@@ -77,6 +77,8 @@ def bench_e2e(stack: Stack, n: int) -> dict:
         t = time.perf_counter()
         embedder.embed([_as_embedded(text)])
         raw_one.append(time.perf_counter() - t)
+    flush_intervals = (stack.settings.extract_flush_interval_s + stack.settings.embed_flush_interval_s
+                       + stack.settings.graph_flush_interval_s)  # what a message alone waits for, at most
     answers = long_answers()  # an agent's conversations: its answers at a chat model's length
 
     def answered(i: int) -> dict:  # a text of its own, as ``unique``'s
@@ -94,10 +96,8 @@ def bench_e2e(stack: Stack, n: int) -> dict:
                                     "fed_first": fed},
         "one_at_a_time": one_by_one | {
             "raw_embed_one_p50_s": statistics.median(raw_one),
-            "flush_intervals_s": stack.settings.extract_flush_interval_s + stack.settings.embed_flush_interval_s
-            + stack.settings.graph_flush_interval_s},
-        "steady": steady | {"flush_intervals_s": stack.settings.extract_flush_interval_s
-                            + stack.settings.embed_flush_interval_s + stack.settings.graph_flush_interval_s},
+            "flush_intervals_s": flush_intervals},
+        "steady": steady | {"flush_intervals_s": flush_intervals},
         "long_answers": {
             "messages": n, "messages_per_s": long["messages_per_s"], "raw_embedder_sentences_per_s": long_raw,
             "ratio": long["messages_per_s"] / long_raw, "failed_jobs": long["failed_jobs"],

@@ -167,6 +167,9 @@ def embed(requests: list[SimpleRequest]) -> int:
         _settle(got[1])
 
 
+_Batch = Sequence[tuple[Job, pipeline.EmbedItem]]  # a model batch of a run: each message's job and input
+
+
 def _embed_batch(mneme: Mneme, named: list[Job], built: list[pipeline.EmbedItem | InvalidInput | None]) -> int:
     """The run's messages a model batch (``MNEME_EMBED_BATCH_SIZE``) at a time through the stage's three
     steps (``pipeline.embed_stage``), as a pipeline: while the model embeds a batch on this thread (the only
@@ -182,9 +185,9 @@ def _embed_batch(mneme: Mneme, named: list[Job], built: list[pipeline.EmbedItem 
         elif item is not None:  # None: nothing left to do
             items.append((job, item))
     batches = list(_chunks(items, mneme.settings.embed_batch_size))
-    failed: list[tuple[Sequence[tuple[Job, pipeline.EmbedItem]], Exception]] = []
+    failed: list[tuple[_Batch, Exception]] = []
 
-    def outcome(batch: Sequence[tuple[Job, pipeline.EmbedItem]], step: Callable[[], _T]) -> _T | None:
+    def outcome(batch: _Batch, step: Callable[[], _T]) -> _T | None:
         try:
             return step()
         except Exception as exc:  # noqa: BLE001 - handled once the run's other batches are stored
@@ -195,11 +198,11 @@ def _embed_batch(mneme: Mneme, named: list[Job], built: list[pipeline.EmbedItem 
         def aside(step: Callable[..., _T], *args: Any) -> Future[_T]:  # with this thread's log context
             return beside.submit(contextvars.copy_context().run, step, mneme, *args)
 
-        def read(batch: Sequence[tuple[Job, pipeline.EmbedItem]]) -> Future[pipeline.EmbedInputs]:
+        def read(batch: _Batch) -> Future[pipeline.EmbedInputs]:
             return aside(pipeline.embed_inputs, [item for _, item in batch])
 
         inputs = [read(batches[0])] if batches else []
-        stored: list[tuple[Sequence[tuple[Job, pipeline.EmbedItem]], Future[None]]] = []
+        stored: list[tuple[_Batch, Future[None]]] = []
         for k, batch in enumerate(batches):
             if k + 1 < len(batches):  # queued before this batch's store: ready when the model is
                 inputs.append(read(batches[k + 1]))
