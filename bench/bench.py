@@ -186,6 +186,12 @@ def notes(r: dict) -> list[str]:
                       if (g := e.get("long_answers")) else ""))
     if "api" in r:
         a = r["api"]
+        if rounds := a.get("rounds"):
+            out.append(f"API load, {len(rounds)} rounds of {a['seconds_a_round']:.0f} s, each: the raw baselines, the "
+                       f"pipeline running, the workers stopped; each figure the median of the rounds'. p99 each round, "
+                       f"stopped / running / raw ASGI + Redis: " + "; ".join(
+                           f"{r['workers_stopped']['p99_ms']:.1f} / {r['running']['p99_ms']:.1f} / "
+                           f"{r['raw_asgi_redis']['p99_ms']:.1f} ms" for r in rounds))
         out.append(f"API load: {a['generator']}; {a['api_workers']} uvicorn workers; the stack's Celery workers "
                    f"at nice {a['worker_nice']} (MNEME_WORKER_NICE); service-time p99 (from the send) "
                    f"{a['service_p99_ms']:.2f} ms; generator max lag {a['generator_max_lag_ms']:.1f} ms; raw "
@@ -230,7 +236,8 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4, help="client processes for appends/s")
     parser.add_argument("--e2e-messages", type=int, default=1500)
     parser.add_argument("--api-rate", type=float, default=500)
-    parser.add_argument("--api-seconds", type=float, default=10)
+    parser.add_argument("--api-seconds", type=float, default=10, help="each of the API section's rounds")
+    parser.add_argument("--api-rounds", type=int, default=3)
     parser.add_argument("--api-workers", type=int, default=2, help="uvicorn --workers of the stack's API")
     parser.add_argument("--recall-users", default="200,2000", help="store sizes (users × 1,000), ascending")
     parser.add_argument("--recall-queries", type=int, default=300)
@@ -285,7 +292,8 @@ def main() -> None:
                 if "e2e" in only:
                     run("e2e", "end to end", lambda: bench_e2e(stack, args.e2e_messages))
                 if "api" in only:
-                    run("api", "enqueue API under load", lambda: bench_api(stack, args.api_rate, args.api_seconds))
+                    run("api", "enqueue API under load",
+                        lambda: bench_api(stack, args.api_rate, args.api_seconds, args.api_rounds))
             finally:
                 stack.stop()
         if "reads" in only:
