@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+import redis
+
 from bench.load import (
     Conn,
     corpus,
@@ -27,6 +29,8 @@ from bench.load import (
     pct,
 )
 from workers.local.stack import Stack, free_port
+
+REDIS_STALL_MS = 2  # Redis's latency monitor notes what took at least this long
 
 
 async def _open_loop(port: int, rate: float, seconds: float, body: Callable[[int], bytes],
@@ -134,6 +138,15 @@ def bench_api(stack: Stack, rate: float, seconds: float, rounds: int = 3) -> dic
     asyncio.run(_open_loop(stack.api_port, 100, 1.0, lambda i: body(10**6 + i), 32))  # warm up
     light = asyncio.run(_open_loop(stack.api_port, 50, 3.0, lambda i: body(2 * 10**6 + i), 16))
     stopped = [n for n in stack.procs if n.startswith("worker-") or n == "beat"]
+    watch = redis.Redis.from_url(stack.settings.redis_url)  # the stack's own Redis: its stalls beside the p99
+    watch.config_set("latency-monitor-threshold", REDIS_STALL_MS)
+
+    def load(first: int) -> dict:
+        watch.execute_command("LATENCY", "RESET")
+        out = asyncio.run(_open_loop(stack.api_port, rate, seconds, lambda i: body(first + i), 64))
+        out["redis_stalls_ms"] = _redis_stalls(watch)
+        return out
+
     each = []
     for k in range(rounds):
         first = (3 + 2 * k) * 10**6  # each round's messages are new ones
@@ -144,14 +157,15 @@ def bench_api(stack: Stack, rate: float, seconds: float, rounds: int = 3) -> dic
                 stack.start_one(name)
             stack.wait_ready()
         cpu_before, load_before = cpu_seconds(stack), os.getloadavg()[0]
-        running = asyncio.run(_open_loop(stack.api_port, rate, seconds, lambda i, f=first: body(f + i), 64))
+        running = load(first)
         running["cpu_ms_per_request"] = cpu_ms_each(cpu_before, cpu_seconds(stack), running["requests"], 3)
         running["loadavg_1min_before_after"] = [load_before, os.getloadavg()[0]]
         # the same load with the Celery workers and beat stopped: what the API does when it has the CPUs
         for name in stopped:
             stack.stop_one(name)
-        alone = asyncio.run(_open_loop(stack.api_port, rate, seconds, lambda i, f=first: body(f + 10**6 + i), 64))
+        alone = load(first + 10**6)
         each.append({"running": running, "workers_stopped": alone, "raw_asgi": raw, "raw_asgi_redis": raw_redis})
+    watch.close()
     out = _median_of(each, "running", ("p50_ms", "p99_ms", "max_ms", "service_p99_ms", "achieved_rate",
                                        "generator_max_lag_ms"))
     out |= {"requests": sum(r["running"]["requests"] for r in each), "target_rate": rate, "connections": 64,
@@ -170,6 +184,13 @@ def bench_api(stack: Stack, rate: float, seconds: float, rounds: int = 3) -> dic
                         "(at most 64 in flight); latency from the due time to the last response byte; "
                         "minimal HTTP/1.1 client on asyncio streams")
     return out
+
+
+def _redis_stalls(client: redis.Redis) -> dict[str, int]:
+    """Redis's latency monitor since its last reset: each kind of stall's peak in ms (``aof-write``: writing the
+    append-only file; ``command``, ``fast-command``: a command running that long; ``fork``; …)."""
+    return {(event.decode() if isinstance(event, bytes) else event): int(peak)  # the 4th field: the peak
+            for event, _, _, peak, *_ in client.execute_command("LATENCY", "LATEST")}
 
 
 def _median_of(rounds: list[dict], part: str, figures: tuple[str, ...]) -> dict:

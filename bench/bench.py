@@ -189,9 +189,10 @@ def notes(r: dict) -> list[str]:
         if rounds := a.get("rounds"):
             out.append(f"API load, {len(rounds)} rounds of {a['seconds_a_round']:.0f} s, each: the raw baselines, the "
                        f"pipeline running, the workers stopped; each figure the median of the rounds'. p99 each round, "
-                       f"stopped / running / raw ASGI + Redis: " + "; ".join(
+                       f"stopped / running / raw ASGI + Redis (Redis's worst stall, stopped / running): " + "; ".join(
                            f"{r['workers_stopped']['p99_ms']:.1f} / {r['running']['p99_ms']:.1f} / "
-                           f"{r['raw_asgi_redis']['p99_ms']:.1f} ms" for r in rounds))
+                           f"{r['raw_asgi_redis']['p99_ms']:.1f} ms ({_worst_stall(r['workers_stopped'])} / "
+                           f"{_worst_stall(r['running'])})" for r in rounds))
         out.append(f"API load: {a['generator']}; {a['api_workers']} uvicorn workers; the stack's Celery workers "
                    f"at nice {a['worker_nice']} (MNEME_WORKER_NICE); service-time p99 (from the send) "
                    f"{a['service_p99_ms']:.2f} ms; generator max lag {a['generator_max_lag_ms']:.1f} ms; raw "
@@ -219,6 +220,17 @@ def notes(r: dict) -> list[str]:
     loads = {k: v["loadavg_1min_start_end"] for k, v in r.items()}
     out.append(f"1-minute load average at the start/end of each section (2 CPUs, shared machine): {loads}")
     return out
+
+
+def _worst_stall(part: dict) -> str:
+    """The longest stall Redis's latency monitor saw during a measurement, and what it was."""
+    stalls = part.get("redis_stalls_ms")
+    if stalls is None:  # a run from before the bench watched Redis
+        return "-"
+    if not stalls:
+        return "none"
+    event = max(stalls, key=stalls.get)
+    return f"{event} {stalls[event]} ms"
 
 
 def print_table(rows: list[readme.Row]) -> None:
