@@ -32,10 +32,29 @@ from memory.settings import Settings
 
 
 def free_port() -> int:
-    with socket.socket() as s:
+    """A port nothing listens on, for a server started next. Picked below the kernel's range for the local ports
+    of outgoing connections: a port the kernel hands out (bind to 0) is from that range, and any client
+    connecting meanwhile could take it before the server binds it ("Address already in use")."""
+    below = _outgoing_ports_start()
+    for _ in range(200):
+        port = below - 1 - secrets.randbelow(max(1, min(10_000, below - 1024)))
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:  # taken: another
+                continue
+            return port
+    with socket.socket() as s:  # all taken (cannot happen in practice): one the kernel picks
         s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]  # (host, port) for AF_INET
-        return port
+        picked: int = s.getsockname()[1]  # (host, port) for AF_INET
+        return picked
+
+
+def _outgoing_ports_start() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):  # not Linux: the range IANA names for them
+        return 49152
 
 
 STATE_FILE = "stack.json"
