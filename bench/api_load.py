@@ -27,6 +27,7 @@ from bench.load import (
     cpu_seconds,
     message_body,
     pct,
+    steal_seconds,
 )
 from workers.local.stack import Stack, free_port
 
@@ -143,8 +144,10 @@ def bench_api(stack: Stack, rate: float, seconds: float, rounds: int = 3) -> dic
 
     def load(first: int) -> dict:
         watch.execute_command("LATENCY", "RESET")
+        stolen = steal_seconds()
         out = asyncio.run(_open_loop(stack.api_port, rate, seconds, lambda i: body(first + i), 64))
         out["redis_stalls_ms"] = _redis_stalls(watch)
+        out["steal_ms"] = round((steal_seconds() - stolen) * 1000)  # what the host took for other guests
         return out
 
     each = []

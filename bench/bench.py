@@ -56,6 +56,7 @@ from bench.load import (
     TENANT,
     corpus,
     embedded_redis,
+    steal_seconds,
 )
 from bench.read_audit import bench_read_audit
 from bench.scale import bench_recall
@@ -189,10 +190,11 @@ def notes(r: dict) -> list[str]:
         if rounds := a.get("rounds"):
             out.append(f"API load, {len(rounds)} rounds of {a['seconds_a_round']:.0f} s, each: the raw baselines, the "
                        f"pipeline running, the workers stopped; each figure the median of the rounds'. p99 each round, "
-                       f"stopped / running / raw ASGI + Redis (Redis's worst stall, stopped / running): " + "; ".join(
+                       f"stopped / running / raw ASGI + Redis (Redis's worst stall, stopped / running; the CPU time "
+                       f"the host gave other guests meanwhile, its steal): " + "; ".join(
                            f"{r['workers_stopped']['p99_ms']:.1f} / {r['running']['p99_ms']:.1f} / "
                            f"{r['raw_asgi_redis']['p99_ms']:.1f} ms ({_worst_stall(r['workers_stopped'])} / "
-                           f"{_worst_stall(r['running'])})" for r in rounds))
+                           f"{_worst_stall(r['running'])}; {_steal(r)})" for r in rounds))
         out.append(f"API load: {a['generator']}; {a['api_workers']} uvicorn workers; the stack's Celery workers "
                    f"at nice {a['worker_nice']} (MNEME_WORKER_NICE); service-time p99 (from the send) "
                    f"{a['service_p99_ms']:.2f} ms; generator max lag {a['generator_max_lag_ms']:.1f} ms; raw "
@@ -219,7 +221,15 @@ def notes(r: dict) -> list[str]:
                    + ", ".join(f"{b['events']:,} events in {b['seconds']:.0f} s" for b in rc["builds"]))
     loads = {k: v["loadavg_1min_start_end"] for k, v in r.items()}
     out.append(f"1-minute load average at the start/end of each section (2 CPUs, shared machine): {loads}")
+    if stolen := {k: v["steal_seconds"] for k, v in r.items() if "steal_seconds" in v}:
+        out.append(f"CPU time the host gave other guests during each section (steal, both CPUs): {stolen} s")
     return out
+
+
+def _steal(api_round: dict) -> str:
+    """The host's steal during a round's two measurements of Mneme (stopped / running)."""
+    stolen = [api_round[part].get("steal_ms") for part in ("workers_stopped", "running")]
+    return "steal -" if None in stolen else f"steal {stolen[0]} / {stolen[1]} ms"
 
 
 def _worst_stall(part: dict) -> str:
@@ -268,10 +278,11 @@ def main() -> None:
 
     def run(name: str, label: str, fn: Callable[[], dict]) -> None:
         print(f"{label} …", flush=True)
-        load, t = os.getloadavg()[0], time.perf_counter()
+        load, t, stolen = os.getloadavg()[0], time.perf_counter(), steal_seconds()
         fresh[name] = fn() | {"measured_at": date.today().isoformat(), "machine": machine,
                               "section_seconds": round(time.perf_counter() - t, 1),
-                              "loadavg_1min_start_end": [load, os.getloadavg()[0]]}  # the box is shared
+                              "loadavg_1min_start_end": [load, os.getloadavg()[0]],  # the box is shared
+                              "steal_seconds": round(steal_seconds() - stolen, 2)}  # and so is its host
 
     def with_redis(path: Path, fn: Callable[[Stack], dict]) -> Callable[[], dict]:
         def go() -> dict:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import time
 from collections.abc import Callable
@@ -99,6 +100,17 @@ def embedded_texts(api_url: str) -> dict[str, float]:
     lines = httpx.get(f"{api_url}/metrics", timeout=10).text.splitlines()
     return {line.split('"')[1]: float(line.split()[-1]) for line in lines
             if line.startswith("mneme_embedded_texts_total{")}
+
+
+def steal_seconds() -> float:
+    """CPU time the hypervisor gave other guests while this machine's CPUs had work (``/proc/stat``'s steal,
+    summed over the CPUs): what a shared box takes from a measurement, whatever runs in it. 0 where not kept."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = stat.readline().split()
+    except OSError:
+        return 0.0
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
 
 
 def cpu_seconds(stack: Stack) -> dict[str, float]:
