@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import time
 from collections.abc import Callable
@@ -103,14 +102,11 @@ def embedded_texts(api_url: str) -> dict[str, float]:
 
 
 def steal_seconds() -> float:
-    """CPU time the hypervisor gave other guests while this machine's CPUs had work (``/proc/stat``'s steal,
-    summed over the CPUs): what a shared box takes from a measurement, whatever runs in it. 0 where not kept."""
-    try:
-        with open("/proc/stat", encoding="ascii") as stat:
-            fields = stat.readline().split()
-    except OSError:
-        return 0.0
-    return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
+    """CPU time the hypervisor gave other guests while this machine's CPUs had work (the kernel's steal, summed
+    over the CPUs): what a shared box takes from a measurement, whatever runs in it. 0 where not kept."""
+    import psutil
+
+    return float(getattr(psutil.cpu_times(), "steal", 0.0))
 
 
 def cpu_seconds(stack: Stack) -> dict[str, float]:
