@@ -9,14 +9,9 @@ import gc
 import json
 import os
 import random
-import signal
-import socket
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterable
-from pathlib import Path
 
 import redis
 
@@ -29,7 +24,8 @@ from bench.load import (
     pct,
     steal_seconds,
 )
-from workers.local.stack import Stack, free_port
+from bench.raw_asgi import serve
+from workers.local.stack import Stack
 
 REDIS_STALL_MS = 2  # Redis's latency monitor notes what took at least this long
 
@@ -99,27 +95,10 @@ async def _open_loop_run(port: int, rate: float, seconds: float, body: Callable[
 def _raw_api(rate: float, seconds: float, workers: int, body: Callable[[int], bytes], app: str = "app",
              redis_url: str = "") -> dict:
     """The same load on ``bench.raw_asgi``'s ``app`` under the same uvicorn (a raw baseline)."""
-    port = free_port()
-    cmd = [sys.executable, "-m", "uvicorn", f"bench.raw_asgi:{app}", "--host", "127.0.0.1", "--port", str(port),
-           "--no-access-log", "--log-level", "warning", *(["--workers", str(workers)] if workers > 1 else [])]
-    server = subprocess.Popen(cmd, cwd=Path(__file__).parent.parent, start_new_session=True,
-                              env=os.environ | {"RAW_ASGI_REDIS_URL": redis_url})
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise RuntimeError("the raw ASGI baseline did not start") from None
-                time.sleep(0.1)
+    with serve(app, redis_url, workers) as (port, _):
         asyncio.run(_open_loop(port, 100, 1.0, body, 32))  # warm up
         out = asyncio.run(_open_loop(port, rate, seconds, body, 64))
-        return {k: out[k] for k in ("p50_ms", "p99_ms", "service_p99_ms", "achieved_rate")}
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(20)
+    return {k: out[k] for k in ("p50_ms", "p99_ms", "service_p99_ms", "achieved_rate")}
 
 
 def bench_api(stack: Stack, rate: float, seconds: float, rounds: int = 3) -> dict:

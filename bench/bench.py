@@ -171,6 +171,11 @@ def notes(r: dict) -> list[str]:
                    f"keep-alive connections (the API bench's minimal client), done = every job "
                    f"state done; raw baseline: USEEmbedder(threads=1) on the same texts in batches of 32 (best of "
                    f"2); CPU ms per message by process: {e['cpu_seconds_per_process']} / {e['messages']}"
+                   + (f"; raw pipeline: the same bodies POSTed the same way to bench.raw_asgi:redis_app (one "
+                      f"Redis pipeline a POST, a task pushed) and embedded by one process taking the tasks up to "
+                      f"4 batches of 32 at a time, each job's vector and state written a batch at a time; its CPU ms "
+                      f"per message by process: {q['cpu_ms_per_message_by_process']}"
+                      if (q := e.get("raw_pipeline")) else "")
                    + (f"; past the cap: {p['users']} users of their own fed {p['fed_first']} messages through the "
                       f"pipeline first (each over the event layer's cap), then a backlog of {p['messages']} of theirs "
                       f"drained" if (p := e.get("past_the_cap")) else "")

@@ -1,15 +1,15 @@
 """End to end: messages/s from POST /v1/messages until every job is done, against the raw embedder on the same
-texts; the pipeline alone (a drained backlog), 32 messages a POST, the pipeline alone for users past the event
-layer's cap (the bench's other users are new ones), light traffic (messages one at a time on the idle stack: how
-long until each is done, against the raw embedder on one sentence), and end to end again for conversations whose
-answers are at a chat model's length (``long_answers``), against the raw embedder on those texts; and those
-conversations sent turn by turn on two embed workers, against the same without the turns' vectors kept in
-working memory (``e2e`` of ``bench.bench``)."""
+texts and a raw pipeline that only embeds them (``bench.raw_pipeline``); the pipeline alone (a drained backlog),
+32 messages a POST, the pipeline alone for users past the event layer's cap (the bench's other users are new
+ones), light traffic (messages one at a time on the idle stack: how long until each is done, against the raw
+embedder on one sentence), and end to end again for conversations whose answers are at a chat model's length
+(``long_answers``), against the raw embedder on those texts; and those conversations sent turn by turn on two
+embed workers, against the same without the turns' vectors kept in working memory (``e2e`` of
+``bench.bench``)."""
 
 from __future__ import annotations
 
 import asyncio
-import html
 import json
 import os
 import statistics
@@ -19,6 +19,7 @@ import time
 import httpx
 
 from bench.load import (
+    as_embedded,
     corpus,
     cpu_ms_each,
     cpu_seconds,
@@ -29,10 +30,9 @@ from bench.load import (
     send_all,
     wait_finished,
 )
+from bench.raw_pipeline import bench_raw_pipeline
 from memory.embedding import Embedder
 from memory.mneme import Mneme
-from memory.pipeline import EMBED_MAX_CHARS
-from memory.text import clean
 from workers.local.stack import Stack
 
 
@@ -53,6 +53,7 @@ def bench_e2e(stack: Stack, n: int) -> dict:
 
     embedder = USEEmbedder(threads=1)
     raw_rate = _raw_rate(embedder, [b["content"] for b in bodies], stack.settings.embed_batch_size)
+    raw_pipeline = bench_raw_pipeline(stack, bodies, stack.settings.embed_batch_size)  # the same texts
     drained = _drain(stack, [message_body(n + i, unique(n + i)[1], unique(n + i)[0], 40, 25, ts + n + i)
                              for i in range(n)])
     batched = _batched(stack, [message_body(2 * n + i, unique(2 * n + i)[1], unique(2 * n + i)[0], 40, 25,
@@ -75,7 +76,7 @@ def bench_e2e(stack: Stack, n: int) -> dict:
     raw_one = []
     for text in fresh:  # the raw embedder on one sentence at a time, as a message alone is embedded
         t = time.perf_counter()
-        embedder.embed([_as_embedded(text)])
+        embedder.embed([as_embedded(text)])
         raw_one.append(time.perf_counter() - t)
     flush_intervals = (stack.settings.extract_flush_interval_s + stack.settings.embed_flush_interval_s
                        + stack.settings.graph_flush_interval_s)  # what a message alone waits for, at most
@@ -90,6 +91,7 @@ def bench_e2e(stack: Stack, n: int) -> dict:
     long_raw = _raw_rate(embedder, [b["content"] for b in long_bodies], stack.settings.embed_batch_size)
     two_workers = _two_embed_workers(stack, answers)
     return {
+        "raw_pipeline": raw_pipeline | {"ratio": raw_pipeline["messages_per_s"] / raw_rate},
         "pipeline_alone": drained | {"ratio": drained["messages_per_s"] / raw_rate},
         "batched": batched | {"ratio": batched["messages_per_s"] / raw_rate},
         "past_the_cap": past_cap | {"ratio": past_cap["messages_per_s"] / raw_rate, "users": LONG_TERM_USERS,
@@ -101,7 +103,7 @@ def bench_e2e(stack: Stack, n: int) -> dict:
         "long_answers": {
             "messages": n, "messages_per_s": long["messages_per_s"], "raw_embedder_sentences_per_s": long_raw,
             "ratio": long["messages_per_s"] / long_raw, "failed_jobs": long["failed_jobs"],
-            "chars_per_text": statistics.mean(len(_as_embedded(b["content"])) for b in long_bodies),
+            "chars_per_text": statistics.mean(len(as_embedded(b["content"])) for b in long_bodies),
             "cpu_ms_per_message": long["cpu_ms_per_message"],
             "cpu_ms_per_message_by_process": {name: round(seconds / n * 1000, 2)
                                               for name, seconds in long["cpu_seconds_per_process"].items()}},
@@ -132,16 +134,10 @@ def _end_to_end(stack: Stack, bodies: list[dict]) -> dict:
             "client_cpu_ms_per_message": round(client_cpu / len(bodies) * 1000, 2)}
 
 
-def _as_embedded(text: str) -> str:
-    """A message's text as the embed stage gives it to the model: cleaned, unescaped, at most
-    ``EMBED_MAX_CHARS``."""
-    return html.unescape(clean(text))[:EMBED_MAX_CHARS]
-
-
 def _raw_rate(embedder: Embedder, texts: list[str], batch: int) -> float:
     """The raw embedder's sentences/s on the texts as the embed stage embeds them, in its batches; the better
     of two runs (the baseline is not penalised by a noisy moment)."""
-    cleaned = [_as_embedded(text) for text in texts]
+    cleaned = [as_embedded(text) for text in texts]
     embedder.embed(cleaned[:batch])
     rates = []
     for _ in range(2):

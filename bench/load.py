@@ -6,6 +6,7 @@ the model embedded; the tenant the benches write as, and a Valkey of its own for
 from __future__ import annotations
 
 import asyncio
+import html
 import json
 import random
 import time
@@ -15,7 +16,9 @@ from typing import Any, TypeVar
 
 import httpx
 
+from memory.pipeline import EMBED_MAX_CHARS
 from memory.state.jobs import Jobs
+from memory.text import clean
 from workers.local.stack import Stack
 
 DATA = Path(__file__).parent / "data"
@@ -40,6 +43,12 @@ def long_answers(seed: int = 1) -> list[tuple[str, str]]:
     rng, said = random.Random(seed), corpus()
     replies = [text for role, text in said if role == "assistant"]
     return [(role, at_agent_length(text, replies, rng) if role == "assistant" else text) for role, text in said]
+
+
+def as_embedded(text: str) -> str:
+    """A message's text as the embed stage gives it to the model: cleaned, unescaped, at most
+    ``EMBED_MAX_CHARS``."""
+    return html.unescape(clean(text))[:EMBED_MAX_CHARS]
 
 
 def queries() -> list[str]:

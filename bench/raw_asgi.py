@@ -6,13 +6,22 @@ the same run:
 - ``redis_app``: the same plus the least an accept must do in Redis, in one redis-py pipeline (one round trip):
   append the body to the session's capped list, write the job record, add it to a pending set and push a task
   onto a list — what one Redis round trip per request costs on this box (the URL from ``RAW_ASGI_REDIS_URL``).
+
+``serve`` runs one of them as the stack runs Mneme's API.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import redis
@@ -57,3 +66,30 @@ async def redis_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     pipe.zadd("raw:pending", {job: time.time()}).lpush("raw:tasks", job)
     pipe.execute()
     await _answer(send)
+
+
+@contextmanager
+def serve(app: str, redis_url: str = "", workers: int = 1) -> Iterator[tuple[int, int]]:
+    """This module's ``app`` under the uvicorn Mneme's API runs on (httptools, uvloop, no access log), on a free
+    port: the port and the server's process id, until the block ends."""
+    from workers.local.stack import free_port  # here: the servers importing this module need none of the stack
+
+    port = free_port()
+    cmd = [sys.executable, "-m", "uvicorn", f"bench.raw_asgi:{app}", "--host", "127.0.0.1", "--port", str(port),
+           "--no-access-log", "--log-level", "warning", *(["--workers", str(workers)] if workers > 1 else [])]
+    server = subprocess.Popen(cmd, cwd=Path(__file__).parent.parent, start_new_session=True,
+                              env=os.environ | {"RAW_ASGI_REDIS_URL": redis_url})
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError(f"the raw ASGI baseline {app} did not start") from None
+                time.sleep(0.1)
+        yield port, server.pid
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(20)

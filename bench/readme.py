@@ -127,6 +127,12 @@ def _e2e(e: dict) -> list[Row]:
         *([row("  its client's CPU per message (this bench: it sends, then polls)", "{:.1f} ms", client, LOWER),
            row(f"  the most {cpus} CPUs allow at the two (all busy, none idle)", "{:.0f} msg/s", ceiling, HIGHER,
                show("{:.0f} sent/s", raw), show("{:.2f}x", div(ceiling, raw)))] if ceiling else []),
+        *([row("  a raw pipeline: raw ASGI, one Redis step a POST, one process embedding the queue", "{:.0f} msg/s",
+               rp["messages_per_s"], HIGHER, show("{:.0f} sent/s", raw), show("{:.2f}x", rp["ratio"]),
+               "(info) what a pipeline that only embeds reaches here"),
+           row("    its CPU per message, all its processes", "{:.1f} ms", rp["cpu_ms_per_message"], LOWER,
+               show("{:.1f} ms", div(1000, raw)))]
+          if (rp := e.get("raw_pipeline")) else []),
         *([row("  the pipeline alone: a backlog drained by the workers", "{:.0f} msg/s", alone["messages_per_s"],
                HIGHER, show("{:.0f} sent/s", raw), show("{:.2f}x", alone["ratio"]))]
           if (alone := e.get("pipeline_alone")) else []),
