@@ -130,24 +130,26 @@ def bench_api(stack: Stack, rate: float, seconds: float, rounds: int = 3) -> dic
         return out
 
     each = []
-    for k in range(rounds):
-        first = (3 + 2 * k) * 10**6  # each round's messages are new ones
-        raw = _raw_api(rate, seconds, stack.api_workers, body)
-        raw_redis = _raw_api(rate, seconds, stack.api_workers, body, "redis_app", stack.settings.redis_url)
-        if k:  # the workers stopped by the round before: they start on its backlog
+    try:
+        for k in range(rounds):
+            first = (3 + 2 * k) * 10**6  # each round's messages are new ones
+            raw = _raw_api(rate, seconds, stack.api_workers, body)
+            raw_redis = _raw_api(rate, seconds, stack.api_workers, body, "redis_app", stack.settings.redis_url)
+            if k:  # the workers stopped by the round before: they start on its backlog
+                for name in stopped:
+                    stack.start_one(name)
+                stack.wait_ready()
+            cpu_before, load_before = cpu_seconds(stack), os.getloadavg()[0]
+            running = load(first)
+            running["cpu_ms_per_request"] = cpu_ms_each(cpu_before, cpu_seconds(stack), running["requests"], 3)
+            running["loadavg_1min_before_after"] = [load_before, os.getloadavg()[0]]
+            # the same load with the Celery workers and beat stopped: what the API does when it has the CPUs
             for name in stopped:
-                stack.start_one(name)
-            stack.wait_ready()
-        cpu_before, load_before = cpu_seconds(stack), os.getloadavg()[0]
-        running = load(first)
-        running["cpu_ms_per_request"] = cpu_ms_each(cpu_before, cpu_seconds(stack), running["requests"], 3)
-        running["loadavg_1min_before_after"] = [load_before, os.getloadavg()[0]]
-        # the same load with the Celery workers and beat stopped: what the API does when it has the CPUs
-        for name in stopped:
-            stack.stop_one(name)
-        alone = load(first + 10**6)
-        each.append({"running": running, "workers_stopped": alone, "raw_asgi": raw, "raw_asgi_redis": raw_redis})
-    watch.close()
+                stack.stop_one(name)
+            alone = load(first + 10**6)
+            each.append({"running": running, "workers_stopped": alone, "raw_asgi": raw, "raw_asgi_redis": raw_redis})
+    finally:
+        watch.close()
     out = _median_of(each, "running", ("p50_ms", "p99_ms", "max_ms", "service_p99_ms", "achieved_rate",
                                        "generator_max_lag_ms"))
     out |= {"requests": sum(r["running"]["requests"] for r in each), "target_rate": rate, "connections": 64,
