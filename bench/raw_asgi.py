@@ -26,6 +26,7 @@ from typing import Any
 
 import redis
 
+TASKS, PENDING = "raw:tasks", "raw:pending"  # each accepted job's key is pushed onto TASKS (bench.raw_pipeline)
 ANSWER = b'{"accepted":true}'
 HEADERS = [(b"content-type", b"application/json"), (b"content-length", str(len(ANSWER)).encode())]
 _client: list[redis.Redis] = []
@@ -63,7 +64,7 @@ async def redis_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     pipe = _client[0].pipeline(transaction=False)
     pipe.rpush(window, body).ltrim(window, -50, -1).expire(window, 7 * 86400)
     pipe.hset(job, mapping={"state": "accepted", "payload": body}).expire(job, 7 * 86400)
-    pipe.zadd("raw:pending", {job: time.time()}).lpush("raw:tasks", job)
+    pipe.zadd(PENDING, {job: time.time()}).lpush(TASKS, job)
     pipe.execute()
     await _answer(send)
 

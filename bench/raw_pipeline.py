@@ -23,10 +23,10 @@ import psutil
 import redis
 
 from bench.load import as_embedded, send_all
-from bench.raw_asgi import serve
+from bench.raw_asgi import PENDING, TASKS, serve
 from workers.local.stack import Stack, lower_priority
 
-TASKS, DONE = "raw:tasks", "raw:done"  # redis_app pushes each job's key onto TASKS
+DONE = "raw:done"  # how many messages the consumer embedded
 
 
 def consume(redis_url: str, batch: int) -> None:
@@ -50,17 +50,18 @@ def consume(redis_url: str, batch: int) -> None:
             pipe = client.pipeline(transaction=False)
             for job, vector in zip(jobs[i:i + batch], vectors, strict=True):
                 pipe.hset(job, mapping={"state": "done", "vector": vector.astype("float16").tobytes()})
-                pipe.zrem("raw:pending", job)
+                pipe.zrem(PENDING, job)
             pipe.incrby(DONE, len(vectors))
             pipe.execute()
 
 
 def bench_raw_pipeline(stack: Stack, bodies: list[dict], batch: int) -> dict:
     """``bodies`` POSTed as Mneme's end to end POSTs them (16 keep-alive connections, the same client) to the
-    raw pipeline on the stack's Redis (keys ``raw:*``, deleted after); messages/s until every one is embedded
+    raw pipeline on the stack's Redis (keys ``raw:*``, deleted before and after); messages/s until every one is embedded
     and the CPU its processes spent a message (the consumer at the stack's workers' priority)."""
     url = stack.settings.redis_url
     client = redis.Redis.from_url(url)
+    _clear(client)  # the API section's raw baseline pushes tasks nobody takes
     consumer = subprocess.Popen([sys.executable, "-m", "bench.raw_pipeline", url, str(batch)],
                                 cwd=Path(__file__).parent.parent, stdout=subprocess.PIPE, text=True,
                                 start_new_session=True, env=os.environ | {"OMP_NUM_THREADS": "1"})
@@ -70,15 +71,16 @@ def bench_raw_pipeline(stack: Stack, bodies: list[dict], batch: int) -> dict:
         if consumer.stdout is None or consumer.stdout.readline().strip() != "ready":
             raise RuntimeError("the raw pipeline's consumer did not start")
         with serve("redis_app", url) as (port, server):
-            processes = {"api": psutil.Process(server), "consumer": psutil.Process(consumer.pid),
-                         "redis": psutil.Process(stack.procs["redis"].pid)}
+            processes = {"api": psutil.Process(server), "consumer": psutil.Process(consumer.pid)}
+            if "redis" in stack.procs:  # the stack's own Valkey (not a Redis it was pointed at)
+                processes["redis"] = psutil.Process(stack.procs["redis"].pid)
             before = {name: sum(p.cpu_times()[:2]) for name, p in processes.items()}
             client.delete(DONE)
             started = time.perf_counter()
             asyncio.run(send_all(port, "/v1/messages", [json.dumps(b).encode() for b in bodies], 16, lambda _: None))
             while int(client.get(DONE) or 0) < len(bodies):
-                if time.perf_counter() - started > 600:
-                    raise RuntimeError("the raw pipeline did not embed every message within 600 s")
+                if consumer.poll() is not None or time.perf_counter() - started > 600:
+                    raise RuntimeError("the raw pipeline's consumer died or did not embed every message in 600 s")
                 time.sleep(0.1)
             seconds = time.perf_counter() - started
             spent = {name: round((sum(p.cpu_times()[:2]) - before[name]) / len(bodies) * 1000, 2)
@@ -86,12 +88,17 @@ def bench_raw_pipeline(stack: Stack, bodies: list[dict], batch: int) -> dict:
     finally:
         consumer.kill()
         consumer.wait(20)
-        left = list(client.scan_iter("raw:*", count=1000))
-        for i in range(0, len(left), 1000):
-            client.unlink(*left[i:i + 1000])
+        _clear(client)
         client.close()
     return {"messages": len(bodies), "messages_per_s": len(bodies) / seconds,
             "cpu_ms_per_message_by_process": spent, "cpu_ms_per_message": round(sum(spent.values()), 2)}
+
+
+def _clear(client: redis.Redis) -> None:
+    """Every ``raw:*`` key of the raw baselines."""
+    left = list(client.scan_iter("raw:*", count=1000))
+    for i in range(0, len(left), 1000):
+        client.unlink(*left[i:i + 1000])
 
 
 if __name__ == "__main__":
