@@ -20,6 +20,7 @@ import httpx
 
 from bench.load import (
     as_embedded,
+    busy_seconds,
     corpus,
     cpu_ms_each,
     cpu_seconds,
@@ -114,24 +115,28 @@ def bench_e2e(stack: Stack, n: int) -> dict:
         "recall_probe_events": len(probe.get("events", [])),
         "cpu_seconds_per_process": main["cpu_seconds_per_process"], "cpu_ms_per_message": main["cpu_ms_per_message"],
         "client_cpu_ms_per_message": main["client_cpu_ms_per_message"],  # this process: it sends, then polls
+        "cpus_busy_posting": main["cpus_busy_posting"], "cpus_busy_after": main["cpus_busy_after"],
     }
 
 
 def _end_to_end(stack: Stack, bodies: list[dict]) -> dict:
     """Every body POSTed on 16 keep-alive connections, then every job watched until done: messages/s from
-    the first POST until the last job is done, the CPU each stack process and this one spent."""
-    cpu_before, client_before = cpu_seconds(stack), sum(os.times()[:2])
+    the first POST until the last job is done, the CPU each stack process and this one spent, and how many of
+    the machine's CPUs were busy while the POSTs went and after them (the backlog they left)."""
+    cpu_before, client_before, busy_before = cpu_seconds(stack), sum(os.times()[:2]), busy_seconds()
     started = time.perf_counter()
     job_ids = asyncio.run(enqueue_all(stack.api_port, bodies, 16))
-    enqueued = time.perf_counter() - started
+    enqueued, busy_posting = time.perf_counter() - started, busy_seconds()
     states = wait_finished(Mneme(stack.settings).state.jobs, job_ids, started, 0.1)
-    elapsed = time.perf_counter() - started
+    elapsed, busy_after = time.perf_counter() - started, busy_seconds()
     cpu_after, client_cpu = cpu_seconds(stack), sum(os.times()[:2]) - client_before
     spent = {k: round(cpu_after.get(k, 0) - v, 2) for k, v in cpu_before.items()}
     return {"messages_per_s": len(bodies) / elapsed, "enqueue_seconds": enqueued, "all_done_seconds": elapsed,
             "failed_jobs": sum(s == "failed" for s in states.values()), "cpu_seconds_per_process": spent,
             "cpu_ms_per_message": round(sum(spent.values()) / len(bodies) * 1000, 2),
-            "client_cpu_ms_per_message": round(client_cpu / len(bodies) * 1000, 2)}
+            "client_cpu_ms_per_message": round(client_cpu / len(bodies) * 1000, 2),
+            "cpus_busy_posting": round((busy_posting - busy_before) / enqueued, 2),
+            "cpus_busy_after": round((busy_after - busy_posting) / max(elapsed - enqueued, 1e-3), 2)}
 
 
 def _raw_rate(embedder: Embedder, texts: list[str], batch: int) -> float:

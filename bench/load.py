@@ -118,6 +118,16 @@ def steal_seconds() -> float:
     return float(getattr(psutil.cpu_times(), "steal", 0.0))
 
 
+def busy_seconds() -> float:
+    """CPU time this machine's CPUs spent on work (user, nice, system, interrupts; not idle, waiting for a disk
+    or stolen by the host), summed over the CPUs: two readings' difference over the seconds between them is how
+    many CPUs were busy, whatever ran on them."""
+    import psutil
+
+    t = psutil.cpu_times()
+    return float(t.user + t.nice + t.system + getattr(t, "irq", 0.0) + getattr(t, "softirq", 0.0))
+
+
 def cpu_seconds(stack: Stack) -> dict[str, float]:
     import psutil
 

@@ -133,6 +133,11 @@ def _e2e(e: dict) -> list[Row]:
            row("    its CPU per message, all its processes", "{:.1f} ms", rp["cpu_ms_per_message"], LOWER,
                show("{:.1f} ms", div(1000, raw)))]
           if (rp := e.get("raw_pipeline")) else []),
+        *([row("  CPUs busy while the client POSTs", "{:.2f}", e["cpus_busy_posting"], HIGHER,
+               show("of {:.0f}", cpus), show("for {:.1f} s", e["enqueue_seconds"])),
+           row("  CPUs busy after, until every job is done (the backlog left)", "{:.2f}", e["cpus_busy_after"],
+               HIGHER, show("of {:.0f}", cpus), show("for {:.1f} s", e["all_done_seconds"] - e["enqueue_seconds"]))]
+          if "cpus_busy_after" in e else []),
         *([row("  the pipeline alone: a backlog drained by the workers", "{:.0f} msg/s", alone["messages_per_s"],
                HIGHER, show("{:.0f} sent/s", raw), show("{:.2f}x", alone["ratio"]))]
           if (alone := e.get("pipeline_alone")) else []),
