@@ -75,7 +75,6 @@ def bench_raw_pipeline(stack: Stack, bodies: list[dict], batch: int) -> dict:
             if "redis" in stack.procs:  # the stack's own Valkey (not a Redis it was pointed at)
                 processes["redis"] = psutil.Process(stack.procs["redis"].pid)
             before = {name: sum(p.cpu_times()[:2]) for name, p in processes.items()}
-            client.delete(DONE)
             started = time.perf_counter()
             asyncio.run(send_all(port, "/v1/messages", [json.dumps(b).encode() for b in bodies], 16, lambda _: None))
             while int(client.get(DONE) or 0) < len(bodies):
