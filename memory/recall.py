@@ -4,7 +4,10 @@ How an event's score is built (``README`` → "How recall ranks"):
 1. The query is split into its main cue (the latest user turn of a dialogue-shaped query, the last
    question of a long one) and context (``memory.query``); a temporal phrase gives a time window.
 2. Candidates: the ``recall_depth`` best rows by keyword score and by vector similarity, over the event
-   layer and the deep tier alike (every message a user said, until a named forgetting removes it).
+   layer and the deep tier alike (every message a user said, until a named forgetting removes it). Each
+   candidate is then scored on every signal (``EpisodicMemory.search``): a row one signal found is looked
+   up in the other, never counted as 0 for missing its top ``recall_depth``. The depth does not depend on
+   ``k``, so the first 10 of ``k=50`` are the ``k=10`` answer.
 3. Each signal is a strength, not a rank: ``keyword`` is BM25 with the user's own statistics divided by
    the query's total term weight (1.0 ≈ every query term matched, capped there; ``memory.episodic``),
    ``vector_sim`` the cosine similarity. A rare name matched by the keyword side therefore counts in full
@@ -12,17 +15,17 @@ How an event's score is built (``README`` → "How recall ranks"):
    best semantic match keeps its full vector credit, and same-language memories get no free keyword
    credit for sharing common words. (Rank fusion gave every keyword hit nearly the same credit, and buried
    specifics; rescaling the similarity per query made it overrule the keyword side: both measured worse.)
-4. ``fused = vector_weight·vector_sim + keyword_weight·keyword``, times the event's feedback weight and
-   noise weight, ``1 + type_boost`` when its type is one the query asks for, ``1 + time_boost`` when it
-   falls in the query's time window, ``1 + recency_boost·recency``, and ``1 + event_layer_boost`` for a
-   memory of the live event layer (what the cap kept: facts about the user and what they said before the
-   assistant's replies, so retrieval stays focused as the deep tier grows).
-5. Rows of one message, and messages merged into one event, collapse into one hit. A relevance floor, so
-   a query with no answer in memory returns few or no events and says so in ``notes``: the best memory must
-   reach ``recall_answer_similarity`` or ``recall_answer_keyword``, and each hit ``recall_min_similarity``
-   or ``recall_min_keyword`` (a memory of the type the query asks for passes). The session's latest user
-   message (the one being answered), and a message whose text is the query's, posted within the hour, are
-   not recalled as the past.
+4. ``relevance = vector_weight·vector_sim + keyword_weight·keyword`` (0–1); the score is the relevance
+   times the event's feedback weight and noise weight, ``1 + type_boost`` when its type is one the query
+   asks for, ``1 + time_boost`` when it falls in the query's time window, ``1 + recency_boost·recency``
+   and ``1 + event_layer_boost`` for a memory of the live event layer.
+5. One hit per message: the rows of one message (one per event type) collapse, and a message merged into
+   another's event is still a hit of its own (``merged_into`` names the event). The best ``k`` are
+   returned whenever the user has memories: nothing is dropped by a floor. Each hit carries its
+   ``relevance`` and ``weak`` (neither signal reached ``recall_weak_similarity`` / ``recall_weak_keyword``:
+   likely unrelated); a caller that wants only strong memories passes ``min_relevance``. The session's
+   latest user message (the one being answered), and a message whose text is the query's, posted within
+   the hour, are not recalled as the past.
 Every hit says where it came from (message ids) and why it was chosen (``why``: the score parts).
 
 Purpose-bound (``memory.purposes``): a recall names the purpose it serves, or none (any purpose the user
@@ -61,8 +64,8 @@ from memory.text import clean, language, sha256, tokenize
 #: deadline: a store that hangs (a lock, a dead server) costs a recall that long, not the driver's timeout.
 _LAYERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="recall-layer")
 JUST_POSTED_S = 3600.0  # a message repeating the query, posted this recently, is the query itself
-SIBLINGS_SHOWN, SIBLING_SCORE = 3, 0.8  # a memory lists up to 3 of its messages, those scoring ≥ 0.8 of the best
-NO_MATCH = "nothing in long-term memory matches the query well enough"
+ALL_WEAK = "no memory matches the query strongly: every event recalled is flagged weak"
+NONE_RELEVANT = "no memory reaches min_relevance"
 
 #: Event types a query clearly asks for ("上次那个方案" → plan): they get ``type_boost``.
 INFERRED_TYPES: tuple[tuple[re.Pattern[str], frozenset[EventType]], ...] = tuple(
@@ -83,9 +86,11 @@ INFERRED_TYPES: tuple[tuple[re.Pattern[str], frozenset[EventType]], ...] = tuple
 
 
 class EventHit(BaseModel):
-    event_id: str = Field(description="The event in the event layer this memory belongs to (feedback targets it).")
+    event_id: str = Field(description="This message's event (feedback targets it).")
+    merged_into: str | None = Field(None, description="The live event this message was merged into, if any.")
     event_type: EventType
-    tier: str = Field(description="'event': in the live event layer; 'deep': kept verbatim in the deep tier.")
+    tier: str = Field(description="'event': in the live event layer (or merged into one of its events); 'deep': "
+                                  "let go of by the cap, kept verbatim in the deep tier.")
     role: Role
     summary: str
     keywords: list[str]
@@ -94,10 +99,14 @@ class EventHit(BaseModel):
     ts: float
     confidence: float
     count: int
-    message_ids: list[str] = Field(description="The matching messages of this memory, best first.")
+    message_ids: list[str] = Field(description="The message this memory is.")
     purposes: list[str] = Field(description="The purposes this memory serves: collected under a grant that stands.")
-    score: float
-    why: dict[str, float] = Field(description="Score parts: keyword, vector_sim, fused, weight (feedback), noise, "
+    score: float = Field(description="What the hits are ordered by: relevance times the weights in ``why``.")
+    relevance: float = Field(description="How well the message matches the query, 0-1 (vector_weight x cosine + "
+                                         "keyword_weight x keyword); what min_relevance thresholds.")
+    weak: bool = Field(description="Neither the cosine nor the keyword score reached the weak line: likely "
+                                   "unrelated to the query.")
+    why: dict[str, float] = Field(description="Score parts: keyword, vector_sim, weight (feedback), noise, "
                                               "type_match, in_time_window, recency, event_layer.")
 
 
@@ -142,7 +151,7 @@ def infer_types(query: str) -> frozenset[EventType]:
 @telemetry.RECALL_SECONDS.time()
 def recall(mneme: Mneme, tenant: str, user_id: str, query: str, k: int = 5, session_id: str | None = None,
            event_types: Collection[EventType] | None = None, include_text: bool = False,
-           now: float | None = None, purpose: str | None = None) -> RecallResult:
+           now: float | None = None, purpose: str | None = None, min_relevance: float = 0.0) -> RecallResult:
     started, now = time.perf_counter(), time.time() if now is None else now
     degraded: dict[str, str] = {}
     notes: list[str] = []
@@ -167,14 +176,16 @@ def recall(mneme: Mneme, tenant: str, user_id: str, query: str, k: int = 5, sess
         search = Search(cue=cue, vector=query_vector(mneme, cue), k=k, types=event_types, inferred=inferred,
                         include_text=include_text, now=now, skip=_just_posted(working),
                         repeated=sha256(clean(query)), serving=tuple(policy.consent.serving(purpose)),
-                        consent=policy.consent)
+                        consent=policy.consent, min_relevance=min_relevance)
         answers = _within_deadline(mneme.settings.recall_layer_timeout_s, degraded, {
             "episodic": lambda: search_events(mneme, tenant, user_id, search),
             "graph": lambda: _facts(mneme, tenant, user_id, query, purpose),
         })
         events, facts = answers.get("episodic", []), answers.get("graph", [])
-        if "episodic" in answers and not events:
-            notes.append(NO_MATCH)
+        if events and all(e.weak for e in events):
+            notes.append(ALL_WEAK)
+        elif "episodic" in answers and not events and min_relevance > 0:
+            notes.append(NONE_RELEVANT)
     return RecallResult(
         user_id=user_id, query=query, purpose=purpose, inferred_types=sorted(inferred), working=working, events=events,
         facts=facts, degraded=degraded, notes=notes, took_ms=round((time.perf_counter() - started) * 1000, 2),
@@ -218,6 +229,7 @@ class Search:
     repeated: str = ""  # the hash of the query's text: the message that posted it is not the past
     serving: tuple[str, ...] | None = None  # only rows recorded under one of these grants (None: every row)
     consent: Grants = Grants()  # the user's: names the purposes each hit serves
+    min_relevance: float = 0.0  # the caller's cut: hits less relevant are left out
 
 
 class _Candidate:
@@ -236,9 +248,8 @@ Scored = tuple[float, MessageRef, _Candidate, dict[str, float]]  # score, messag
 
 def search_events(mneme: Mneme, tenant: str, user_id: str, search: Search) -> list[EventHit]:
     s = mneme.settings
-    depth = max(s.recall_depth, search.k * 4)
     found = mneme.episodic.search(tenant, user_id, search.cue.main, search.cue.context, search.vector,
-                                  search.types, depth, purposes=search.serving)
+                                  search.types, s.recall_depth, purposes=search.serving)
     keyword, sims = found.keyword, found.similarity
     query_lang = language(search.cue.main)
     candidates: dict[MessageRef, _Candidate] = {}  # a message's rows, by its session and id
@@ -252,18 +263,10 @@ def search_events(mneme: Mneme, tenant: str, user_id: str, search: Search) -> li
         c.keyword = max(c.keyword, keyword.get(row.event_id, 0.0)
                         * (1.0 if same_language else s.cross_language_keyword_weight))
         c.sim = max(c.sim, sims.get(row.event_id, -1.0))
-    scored: list[Scored] = []
-    best_sim = max((c.sim for c in candidates.values()), default=-1.0)
-    best_keyword = max((c.keyword for c in candidates.values()), default=0.0)
-    answered = best_sim >= s.recall_answer_similarity or best_keyword >= s.recall_answer_keyword
-    for said, c in candidates.items():
-        parts = _score(c, search, s)
-        if not parts["type_match"] and (not answered or (c.sim < s.recall_min_similarity
-                                                         and c.keyword < s.recall_min_keyword)):
-            continue  # the relevance floor: memory must answer the query, each hit match it, or be the kind asked
-        scored.append((parts["score"], said, c, parts))
+    scored = [(parts["score"], said, c, parts) for said, c in candidates.items()
+              if (parts := _score(c, search, s))["relevance"] >= search.min_relevance]
     scored.sort(key=lambda x: (-x[0], x[1].message_id, x[1].session_id or ""))
-    return _hits(mneme, tenant, user_id, scored, search)
+    return _hits(mneme, scored, search)
 
 
 def query_vector(mneme: Mneme, cue: queries.Cue) -> np.ndarray:
@@ -277,7 +280,7 @@ def query_vector(mneme: Mneme, cue: queries.Cue) -> np.ndarray:
 
 
 def _score(c: _Candidate, search: Search, s: Settings) -> dict[str, float]:
-    fused = s.vector_weight * max(0.0, c.sim) + s.keyword_weight * min(1.0, c.keyword)
+    relevance = s.vector_weight * max(0.0, c.sim) + s.keyword_weight * min(1.0, c.keyword)
     weight = max(r.weight for r in c.rows)
     noise = max(r.noise for r in c.rows)
     type_match = float(bool(search.inferred) and any(r.event_type in search.inferred for r in c.rows))
@@ -286,56 +289,35 @@ def _score(c: _Candidate, search: Search, s: Settings) -> dict[str, float]:
     in_window = float(window is not None and window[0] <= ts <= window[1])
     recency = 0.5 ** (max(0.0, search.now - ts) / 86400 / s.recency_half_life_days)
     layer = float(any(r.status == LIVE or r.canonical_id for r in c.rows))
-    score = (fused * weight * noise * (1 + s.type_boost * type_match) * (1 + s.time_boost * in_window)
+    score = (relevance * weight * noise * (1 + s.type_boost * type_match) * (1 + s.time_boost * in_window)
              * (1 + s.recency_boost * recency) * (1 + s.event_layer_boost * layer))
-    return {"score": round(score, 6), "keyword": round(c.keyword, 4), "vector_sim": round(c.sim, 4),
-            "fused": round(fused, 4), "weight": weight, "noise": noise,
-            "type_match": type_match, "in_time_window": in_window, "recency": round(recency, 4), "event_layer": layer}
+    weak = float(c.sim < s.recall_weak_similarity and c.keyword < s.recall_weak_keyword)
+    return {"score": round(score, 6), "relevance": round(relevance, 4), "weak": weak, "keyword": round(c.keyword, 4),
+            "vector_sim": round(c.sim, 4), "weight": weight, "noise": noise, "type_match": type_match,
+            "in_time_window": in_window, "recency": round(recency, 4), "event_layer": layer}
 
 
-def _hits(mneme: Mneme, tenant: str, user_id: str, scored: list[Scored], search: Search) -> list[EventHit]:
-    """Best first, one hit per memory: rows of one message and messages merged into one event collapse."""
+def _hits(mneme: Mneme, scored: list[Scored], search: Search) -> list[EventHit]:
+    """The best ``k`` messages, one hit each (its rows of several event types collapse into one; a message
+    merged into an event is still a hit of its own, with its own id, score and text)."""
     hits: list[EventHit] = []
-    owner: dict[str, EventHit] = {}  # event layer id → the hit that holds it
     for score, (_, message_id), c, parts in scored:
-        groups = {r.canonical_id or r.event_id for r in c.rows}
-        held = next((owner[g] for g in groups if g in owner), None)
-        if held is not None:  # another message of a memory already shown: listed with it when it matches as well
-            if (len(held.message_ids) < SIBLINGS_SHOWN and score >= SIBLING_SCORE * held.score
-                    and message_id not in held.message_ids):  # the same id of another session: listed once
-                held.message_ids.append(message_id)
-            owner.update(dict.fromkeys(groups, held))
-            continue
         if len(hits) == search.k:
-            continue
+            break
         best = max(c.rows, key=lambda r: (r.status == LIVE, search.inferred and r.event_type in search.inferred,
                                           r.event_type is not EventType.question, r.count))
         shown = mneme.episodic.reveal(best)
         if shown is None:  # its user's key was destroyed: nothing left to show
             continue
-        event_id = best.canonical_id or best.event_id
-        live = any(r.status == LIVE or r.canonical_id for r in c.rows)
-        hit = EventHit(
-            **best.model_dump(include={"event_type", "role", "session_id", "confidence", "count"}),
-            ts=best.said_at, event_id=event_id, tier="event" if live else "deep", message_ids=[message_id],
-            summary=shown.summary, keywords=shown.keywords, text=shown.text if search.include_text else None,
-            purposes=search.consent.purposes_of(best.purposes), score=score,
-            why={k: v for k, v in parts.items() if k != "score"},
-        )
-        hits.append(hit)
-        owner.update(dict.fromkeys(groups, hit))
-    if hits:
-        _show_event_layer(mneme, tenant, user_id, hits)
+        hits.append(EventHit(
+            **best.model_dump(include={"event_id", "event_type", "role", "session_id", "confidence", "count"}),
+            merged_into=best.canonical_id, ts=best.said_at, tier="event" if parts["event_layer"] else "deep",
+            message_ids=[message_id], summary=shown.summary, keywords=shown.keywords,
+            text=shown.text if search.include_text else None, purposes=search.consent.purposes_of(best.purposes),
+            score=score, relevance=parts["relevance"], weak=bool(parts["weak"]),
+            why={k: v for k, v in parts.items() if k not in ("score", "relevance", "weak")},
+        ))
     return hits
-
-
-def _show_event_layer(mneme: Mneme, tenant: str, user_id: str, hits: list[EventHit]) -> None:
-    """A hit found through a merged row shows the event that absorbed it: its count and confidence."""
-    events = {e.event_id: e for e in mneme.episodic.get(tenant, user_id, [h.event_id for h in hits])}
-    for hit in hits:
-        event = events.get(hit.event_id)
-        if event is not None:
-            hit.count, hit.confidence = event.count, event.confidence
 
 
 def _facts(mneme: Mneme, tenant: str, user_id: str, query: str, purpose: str | None) -> list[FactHit]:

@@ -44,8 +44,11 @@ class Settings(BaseSettings):
     elasticsearch_api_key: str = Field("", description="For elasticsearch:// audit URLs that need a key.")
     embedder_url: str = Field(
         "use://multilingual-v3",
-        description="use://multilingual-v3, or sentence-transformers://<installed model package | local path>.",
+        description="use://multilingual-v3, sentence-transformers://<installed model package | local path>, or "
+                    "openai+http(s)://<host:port/v1>?model=NAME for any OpenAI-compatible embeddings server "
+                    "(memory.embedding_openai: prefix=, batch_size=, timeout=).",
     )
+    embedder_api_key: str = Field("", description="Sent as a Bearer token to an openai+http(s):// embedder's server.")
     weaviate_api_key: str = Field("", description="For weaviate:// episodic URLs whose server wants a key.")
     master_key: str = Field("", description="base64 32-byte key wrapping per-user keys; empty = data_dir/master.key.")
     keys_url: str = Field("", description="Per-user key store: sqlite:///file or redis://host/db; empty = data_dir.")
@@ -147,7 +150,8 @@ class Settings(BaseSettings):
     recall_layer_timeout_s: float = Field(
         2.0, gt=0, description="A long-term layer that has not answered by then is reported in `degraded`."
     )
-    recall_depth: int = Field(100, ge=10, le=2000, description="Candidates taken from each signal.")
+    recall_depth: int = Field(200, ge=50, le=2000, description="Candidates taken from each signal (each then "
+                                                               "scored on every signal); at least recall's largest k.")
     vector_weight: float = Field(0.6, ge=0, description="Weight of the cosine similarity in the fusion.")
     keyword_weight: float = Field(0.4, ge=0, description="Weight of the normalised BM25 score in the fusion.")
     cross_language_keyword_weight: float = Field(
@@ -155,12 +159,9 @@ class Settings(BaseSettings):
     )
     context_weight: float = Field(0.25, ge=0, le=1, description="Share of a dialogue query's earlier turns beside "
                                                                 "its latest user turn (the main cue).")
-    recall_answer_similarity: float = Field(0.3, ge=-1, le=1, description="Relevance floor: the best memory needs "
-                                                                          "this cosine similarity …")
-    recall_answer_keyword: float = Field(0.3, ge=0, description="… or this keyword score, or nothing is recalled.")
-    recall_min_similarity: float = Field(0.15, ge=-1, le=1, description="Each recalled memory needs this cosine "
-                                                                        "similarity …")
-    recall_min_keyword: float = Field(0.15, ge=0, description="… or this keyword score.")
+    recall_weak_similarity: float = Field(0.3, ge=-1, le=1, description="A recalled memory whose cosine is below "
+                                          "this and whose keyword score is below recall_weak_keyword is flagged weak.")
+    recall_weak_keyword: float = Field(0.3, ge=0, description="… (see recall_weak_similarity).")
     type_boost: float = Field(0.15, ge=0, description="Share added when an event's type is one the query asks for.")
     time_boost: float = Field(0.5, ge=0, description="Share added when an event falls in the query's time window.")
     event_layer_boost: float = Field(0.3, ge=0, description="Share added to a memory of the live event layer "

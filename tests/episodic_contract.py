@@ -373,6 +373,25 @@ class EpisodicContract:
         assert ids.names(e for e, _ in store.vector_search(T, ids("other"), query, None, 10)) == ["theirs"]
         assert store.vector_search(T, ids("nobody"), query, None, 10) == []
 
+    def test_searches_among_given_rows_score_them_as_a_full_search_does(self, store, ids):
+        """Recall looks a candidate one signal found up in the other: ``among`` narrows the rows, not the
+        statistics, so each row's score is the one a full search gives it."""
+        word, other = tok("订单"), tok("发票")
+        events = [self.event(ids, f"e{i}", tokens=[word, tok(f"x{i}")] if i % 2 else [other, tok(f"y{i}")])
+                  for i in range(6)]
+        store.add(events, rows(*(unit(1, i) for i in range(6))), 2.0, 200)
+        query = unit(1, 2)
+        full_keyword = dict(store.keyword_search(T, ids("u"), [word, other], None, 10))
+        full_vector = dict(store.vector_search(T, ids("u"), query, None, 10))
+        among = [ids("e0"), ids("e3"), ids("e4")]
+        keyword = dict(store.keyword_search(T, ids("u"), [word, other], None, 10, among=among))
+        vector = dict(store.vector_search(T, ids("u"), query, None, 10, among=among))
+        assert set(keyword) == set(vector) == set(among)
+        assert all(keyword[e] == pytest.approx(full_keyword[e], rel=1e-4) for e in among)
+        assert all(vector[e] == pytest.approx(full_vector[e], abs=1e-4) for e in among)
+        assert store.keyword_search(T, ids("u"), [word], None, 10, among=[ids("e0")]) == []  # holds no query token
+        assert store.vector_search(T, ids("u"), query, None, 10, among=[]) == []
+
     # --- purposes (``memory.purposes``) -----------------------------------------------------
 
     def test_searches_see_only_rows_recorded_under_a_grant_asked_for(self, store, ids):

@@ -103,6 +103,8 @@ class RecalledEvent(TypedDict):
     type: str
     summary: str
     score: float
+    relevance: float
+    weak: bool
     role: str
     session_id: str
     message_ids: list[str]
@@ -209,7 +211,8 @@ def recall(
     回答依赖以前对话的问题前先调用（年龄、年级、喜好、易混概念、上次给的方案等），中英文都能查到。
 
     Returns `facts` (beliefs about the user with effective confidence 0.1–1 and why they were chosen),
-    `events` (past messages as typed summaries with a relevance score and the message ids they came from),
+    `events` (past messages as typed summaries, best first, each with its relevance 0–1, `weak` when it likely
+    does not answer the question, and the message ids they came from),
     `working` (the session's recent messages, when session_id is given) and `degraded` (memory layers that
     could not answer, e.g. the user has not consented to long-term memory). Prefer high-confidence facts.
     """
@@ -218,7 +221,8 @@ def recall(
     return Recalled(
         facts=[RecalledFact(relation=str(f.relation), object=f.object, confidence=_r(f.confidence),
                             source=str(f.source), why=f.why, message_ids=f.message_ids) for f in result.facts],
-        events=[RecalledEvent(type=str(e.event_type), summary=e.summary, score=_r(e.score), role=str(e.role),
+        events=[RecalledEvent(type=str(e.event_type), summary=e.summary, score=_r(e.score),
+                              relevance=_r(e.relevance), weak=e.weak, role=str(e.role),
                               session_id=e.session_id, message_ids=e.message_ids) for e in result.events],
         working=[WindowMessage(message_id=m.message_id, role=str(m.role), content=m.content, client_ts=m.client_ts)
                  for m in result.working],

@@ -128,9 +128,11 @@ class EpisodicStore(Protocol):
     def keyword_search(self, tenant: str, user_id: str, tokens: Sequence[str],
                        types: Collection[EventType] | None, k: int,
                        statuses: Collection[str] = SEARCHABLE,
-                       purposes: Collection[str] | None = None) -> list[tuple[str, float]]:
+                       purposes: Collection[str] | None = None,
+                       among: Collection[str] | None = None) -> list[tuple[str, float]]:
         """(event_id, score) best first, of the rows recorded under one of ``purposes`` (tokens, see
-        ``memory.purposes``; None: every row). The score is BM25 (k1 1.2, b 0.75) with the user's own statistics
+        ``memory.purposes``; None: every row) and, when given, only of the rows ``among`` names (the
+        statistics stay the user's). The score is BM25 (k1 1.2, b 0.75) with the user's own statistics
         (documents = distinct texts of the user), divided by the query's total term weight (the sum of the
         IDFs of its distinct tokens): 1.0 ≈ a text of average length holding every query token once."""
         ...
@@ -138,8 +140,10 @@ class EpisodicStore(Protocol):
     def vector_search(self, tenant: str, user_id: str, vector: np.ndarray,
                       types: Collection[EventType] | None, k: int,
                       statuses: Collection[str] = SEARCHABLE,
-                      purposes: Collection[str] | None = None) -> list[tuple[str, float]]:
-        """(event_id, cosine similarity) best first, of the rows recorded under one of ``purposes``."""
+                      purposes: Collection[str] | None = None,
+                      among: Collection[str] | None = None) -> list[tuple[str, float]]:
+        """(event_id, cosine similarity) best first, of the rows recorded under one of ``purposes`` and,
+        when given, only of the rows ``among`` names."""
         ...
 
     def get(self, tenant: str, user_id: str, event_ids: Sequence[str]) -> list[StoredEvent]:

@@ -180,14 +180,17 @@ class SQLiteEpisodicStore:
 
     def keyword_search(self, tenant: str, user_id: str, tokens: Sequence[str], types: Collection[EventType] | None,
                        k: int, statuses: Collection[str] = SEARCHABLE,
-                       purposes: Collection[str] | None = None) -> list[tuple[str, float]]:
+                       purposes: Collection[str] | None = None,
+                       among: Collection[str] | None = None) -> list[tuple[str, float]]:
         wanted = sorted(set(tokens))
-        if not wanted or not statuses or (purposes is not None and not purposes):
+        if not wanted or not statuses or (purposes is not None and not purposes) or (among is not None and not among):
             return []
         status_sql, status_args = _status_filter(statuses)
         serving_sql, serving_args = _purpose_filter(purposes)
         type_args = sorted(EventType(t).value for t in types or ())
         type_ok = f"e.event_type IN ({','.join('?' * len(type_args))})" if type_args else "1"
+        among_sql, among_args = _among_filter(among)  # rows outside it still count in the statistics
+        type_ok = f"{type_ok} {among_sql}"
         match = " OR ".join(f'"{t}"' for t in wanted)
         stats_sql = (f"SELECT COUNT(DISTINCT text_hash), AVG(length) FROM events e WHERE tenant = ? AND user_id = ? "
                      f"{status_sql}")
@@ -198,7 +201,7 @@ class SQLiteEpisodicStore:
 
         def read(c: sqlite3.Connection) -> tuple[tuple[int, float | None], list[_Matched]]:
             stats = c.execute(stats_sql, (tenant, user_id, *status_args)).fetchone()
-            return stats, c.execute(rows_sql, (*type_args, match, tenant, user_id, *status_args,
+            return stats, c.execute(rows_sql, (*type_args, *among_args, match, tenant, user_id, *status_args,
                                                *serving_args)).fetchall()
 
         (texts, avg_length), rows = self._db.run(read)
@@ -208,17 +211,19 @@ class SQLiteEpisodicStore:
 
     def vector_search(self, tenant: str, user_id: str, vector: np.ndarray, types: Collection[EventType] | None,
                       k: int, statuses: Collection[str] = SEARCHABLE,
-                      purposes: Collection[str] | None = None) -> list[tuple[str, float]]:
-        if not statuses or (purposes is not None and not purposes):
+                      purposes: Collection[str] | None = None,
+                      among: Collection[str] | None = None) -> list[tuple[str, float]]:
+        if not statuses or (purposes is not None and not purposes) or (among is not None and not among):
             return []
         type_sql, args = _type_filter(types)
         status_sql, status_args = _status_filter(statuses)
         serving_sql, serving_args = _purpose_filter(purposes)
+        among_sql, among_args = _among_filter(among)
         sql = (f"SELECT event_id, embedding FROM vectors e WHERE tenant = ? AND user_id = ? {status_sql} {type_sql} "
-               f"{serving_sql}")
+               f"{serving_sql} {among_sql}")
         query = np.asarray(vector, dtype=np.float32)
         ids, sims = self._db.run(lambda c: _cosines(c.execute(sql, (tenant, user_id, *status_args, *args,
-                                                                             *serving_args)), query))
+                                                                             *serving_args, *among_args)), query))
         best = np.argsort(-sims, kind="stable")[:k]
         return [(ids[i], float(sims[i])) for i in best]
 
@@ -594,6 +599,14 @@ def _purpose_filter(serving: Collection[str] | None) -> tuple[str, list[str]]:
         return "", []
     tokens = sorted(set(serving))
     return f"AND ({' OR '.join('instr(e.purposes, ?) > 0' for _ in tokens)})", [json.dumps(t) for t in tokens]
+
+
+def _among_filter(among: Collection[str] | None) -> tuple[str, list[str]]:
+    """Only the rows named (a search scoring given candidates on one more signal)."""
+    if among is None:
+        return "", []
+    values = sorted(set(among))
+    return f"AND e.event_id IN ({','.join('?' * len(values))})", values
 
 
 def _type_filter(types: Collection[EventType] | None) -> tuple[str, list[str]]:

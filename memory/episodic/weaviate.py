@@ -395,14 +395,16 @@ class WeaviateEpisodicStore:
 
     def keyword_search(self, tenant: str, user_id: str, tokens: Sequence[str], types: Collection[EventType] | None,
                        k: int, statuses: Collection[str] = SEARCHABLE,
-                       purposes: Collection[str] | None = None) -> list[tuple[str, float]]:
+                       purposes: Collection[str] | None = None,
+                       among: Collection[str] | None = None) -> list[tuple[str, float]]:
         terms = sorted(set(tokens))
         with _boundary("keyword search"):
             handle = self._handle(tenant, user_id)
-            if handle is None or not terms or k <= 0 or not statuses or (purposes is not None and not purposes):
+            if (handle is None or not terms or k <= 0 or not statuses or (purposes is not None and not purposes)
+                    or (among is not None and not among)):
                 return []
             where = _where(types, statuses, purposes)
-            hits = handle.query.bm25(" ".join(terms), query_properties=["tokens"], filters=where, limit=k,
+            hits = handle.query.bm25(" ".join(terms), query_properties=["tokens"], filters=_only(where, among), limit=k,
                                      return_metadata=MetadataQuery(score=True), return_properties=["event_id"])
             if not hits.objects:
                 return []
@@ -412,14 +414,16 @@ class WeaviateEpisodicStore:
 
     def vector_search(self, tenant: str, user_id: str, vector: np.ndarray, types: Collection[EventType] | None,
                       k: int, statuses: Collection[str] = SEARCHABLE,
-                      purposes: Collection[str] | None = None) -> list[tuple[str, float]]:
+                      purposes: Collection[str] | None = None,
+                      among: Collection[str] | None = None) -> list[tuple[str, float]]:
         with _boundary("vector search"):
             handle = self._handle(tenant, user_id)
-            if handle is None or k <= 0 or not statuses or (purposes is not None and not purposes):
+            if (handle is None or k <= 0 or not statuses or (purposes is not None and not purposes)
+                    or (among is not None and not among)):
                 return []
             hits = handle.query.near_vector(
                 np.asarray(vector, dtype=np.float32).tolist(), target_vector=VECTOR,
-                filters=_where(types, statuses, purposes), limit=k,
+                filters=_only(_where(types, statuses, purposes), among), limit=k,
                 return_metadata=MetadataQuery(distance=True), return_properties=["event_id"],
             )
         return [(o.properties["event_id"], 1.0 - float(o.metadata.distance)) for o in hits.objects]
@@ -714,6 +718,13 @@ def _where(types: Collection[EventType] | None, statuses: Collection[str],
     if purposes is not None:
         where &= Filter.by_property("purposes").contains_any(sorted(purposes))
     return where
+
+
+def _only(where: Any, among: Collection[str] | None) -> Any:
+    """``where``, narrowed to the rows ``among`` names when given (BM25's statistics stay the user's)."""
+    if among is None:
+        return where
+    return where & Filter.by_id().contains_any(sorted({object_id(i) for i in among}))
 
 
 def _properties(event: StoredEvent) -> dict[str, Any]:

@@ -112,26 +112,40 @@ class EpisodicMemory:
             return None
 
     def keyword_search(self, tenant: str, user_id: str, query: str, types: Collection[EventType] | None,
-                       k: int, purposes: Collection[str] | None = None) -> list[tuple[str, float]]:
+                       k: int, purposes: Collection[str] | None = None,
+                       among: Collection[str] | None = None) -> list[tuple[str, float]]:
         key = self._keys.get(tenant, user_id, create=False)
         if key is None:
             return []
         return self.store.keyword_search(tenant, user_id, keyed_tokens(key, tokenize(query)), types, k,
-                                         purposes=purposes)
+                                         purposes=purposes, among=among)
 
     def search(self, tenant: str, user_id: str, main: str, context: str, vector: np.ndarray,
                types: Collection[EventType] | None, depth: int, purposes: Collection[str] | None = None) -> Found:
-        """The ``depth`` best events by keywords (the main cue's, plus ``context_weight`` of the context's)
-        and by vector similarity, over every tier, with their rows; only rows recorded under one of
-        ``purposes`` (grant tokens, ``memory.purposes``; None: every row)."""
-        keyword = dict(self.keyword_search(tenant, user_id, main, types, depth, purposes))
-        if context:
-            for event_id, score in self.keyword_search(tenant, user_id, context, types, depth, purposes):
-                keyword[event_id] = keyword.get(event_id, 0.0) + self._settings.context_weight * score
-        similarity = dict(self.store.vector_search(tenant, user_id, vector, types, depth, purposes=purposes))
-        if not keyword and not similarity:
+        """The candidates — the ``depth`` best events by keywords (the main cue's, plus ``context_weight`` of
+        the context's) and the ``depth`` best by vector similarity, over every tier — each scored on every
+        signal (a candidate found by one signal is looked up in the others, never counted as 0 for falling
+        outside their top ``depth``), with their rows; only rows recorded under one of ``purposes`` (grant
+        tokens, ``memory.purposes``; None: every row)."""
+        def by_keyword(text: str, among: Collection[str] | None = None) -> dict[str, float]:
+            k = depth if among is None else len(among)
+            return dict(self.keyword_search(tenant, user_id, text, types, k, purposes, among)) if text else {}
+
+        def by_vector(among: Collection[str] | None = None) -> dict[str, float]:
+            k = depth if among is None else len(among)
+            return dict(self.store.vector_search(tenant, user_id, vector, types, k, purposes=purposes, among=among))
+
+        found = {"main": by_keyword(main), "context": by_keyword(context), "vector": by_vector()}
+        candidates = list(dict.fromkeys(event_id for scores in found.values() for event_id in scores))
+        if not candidates:
             return Found({}, {}, [])
-        return Found(keyword, similarity, self.store.get(tenant, user_id, list(dict.fromkeys([*keyword, *similarity]))))
+        for name, scores in found.items():
+            if missing := [event_id for event_id in candidates if event_id not in scores]:
+                scores |= by_vector(missing) if name == "vector" else by_keyword(main if name == "main" else context,
+                                                                                  missing)
+        weight = self._settings.context_weight
+        keyword = {e: found["main"].get(e, 0.0) + weight * found["context"].get(e, 0.0) for e in candidates}
+        return Found(keyword, found["vector"], self.store.get(tenant, user_id, candidates))
 
     def get(self, tenant: str, user_id: str, event_ids: Sequence[str]) -> list[StoredEvent]:
         return self.store.get(tenant, user_id, list(event_ids))

@@ -22,7 +22,7 @@ def post_recall(caller: Caller, mneme: Memory, body: RecallIn) -> RecallResult:
     if body.purpose is not None:
         checked([body.purpose], mneme.settings.purposes)
     result = recall(mneme, caller.tenant, body.user_id, body.query, body.k, body.session_id, body.event_types,
-                    body.include_text, purpose=body.purpose)
+                    body.include_text, purpose=body.purpose, min_relevance=body.min_relevance)
     mneme.reads.recalled(caller, body.user_id, body.session_id, result.working, result.events, result.facts,
                          purpose=body.purpose)
     return out(RecallResult, result)

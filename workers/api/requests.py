@@ -76,6 +76,9 @@ class RecallIn(BaseModel):
     k: int = Field(5, ge=1, le=50)
     event_types: list[EventType] | None = None
     include_text: bool = Field(False, description="Return each event's full (decrypted) message text.")
+    min_relevance: float = Field(0.0, ge=0, le=1, description="Leave out events whose relevance is below this "
+                                                              "(0: the best k whenever the user has memories; each "
+                                                              "event carries its relevance and a weak flag).")
 
 
 class BeliefIn(BaseModel):

@@ -117,10 +117,12 @@ export interface ErrorBody {
 }
 
 export interface EventHit {
-  /** The event in the event layer this memory belongs to (feedback targets it). */
+  /** This message's event (feedback targets it). */
   event_id: string;
+  /** The live event this message was merged into, if any. */
+  merged_into?: string | null;
   event_type: EventType;
-  /** 'event': in the live event layer; 'deep': kept verbatim in the deep tier. */
+  /** 'event': in the live event layer (or merged into one of its events); 'deep': let go of by the cap, kept verbatim in the deep tier. */
   tier: string;
   role: Role;
   summary: string;
@@ -131,12 +133,17 @@ export interface EventHit {
   ts: number;
   confidence: number;
   count: number;
-  /** The matching messages of this memory, best first. */
+  /** The message this memory is. */
   message_ids: Array<string>;
   /** The purposes this memory serves: collected under a grant that stands. */
   purposes: Array<string>;
+  /** What the hits are ordered by: relevance times the weights in ``why``. */
   score: number;
-  /** Score parts: keyword, vector_sim, fused, weight (feedback), noise, type_match, in_time_window, recency, event_layer. */
+  /** How well the message matches the query, 0-1 (vector_weight x cosine + keyword_weight x keyword); what min_relevance thresholds. */
+  relevance: number;
+  /** Neither the cosine nor the keyword score reached the weak line: likely unrelated to the query. */
+  weak: boolean;
+  /** Score parts: keyword, vector_sim, weight (feedback), noise, type_match, in_time_window, recency, event_layer. */
   why: Record<string, number>;
 }
 
@@ -386,6 +393,8 @@ export interface RecallIn {
   event_types?: Array<EventType> | null;
   /** Return each event's full (decrypted) message text. */
   include_text?: boolean;
+  /** Leave out events whose relevance is below this (0: the best k whenever the user has memories; each event carries its relevance and a weak flag). */
+  min_relevance?: number;
 }
 
 export interface RecallResult {

@@ -136,12 +136,13 @@ def sessions(user_id: str, limit: int = 50, cursor: str | None = None) -> Call[S
 
 def recall(*, user_id: str, query: str, k: int = 5, session_id: str | None = None,
            event_types: list[EventType | str] | None = None, include_text: bool = False,
-           purpose: str | None = None) -> Call[RecallResult]:
+           purpose: str | None = None, min_relevance: float = 0.0) -> Call[RecallResult]:
     """Working memory, episodic events and beliefs for a query, each with where it came from and why.
-    ``purpose``: only what was collected under a grant of it (None: any purpose the user granted)."""
+    ``purpose``: only what was collected under a grant of it (None: any purpose the user granted);
+    ``min_relevance``: leave out events less relevant (0: the best k; each event says its relevance and weak)."""
     body = {"user_id": user_id, "query": query, "k": k, "session_id": session_id,
             "event_types": [str(t) for t in event_types] if event_types else None, "include_text": include_text,
-            "purpose": purpose}
+            "purpose": purpose, "min_relevance": min_relevance}
     return Call("POST", "/v1/recall", _model(RecallResult), json=body)
 
 

@@ -164,9 +164,11 @@ class JobStatus(Wire):
 
 
 class EventHit(Wire):
-    event_id: str = Field(description="The event in the event layer this memory belongs to (feedback targets it).")
+    event_id: str = Field(description="This message's event (feedback targets it).")
+    merged_into: str | None = Field(None, description="The live event this message was merged into, if any.")
     event_type: EventType
-    tier: str = Field(description="'event': in the live event layer; 'deep': kept verbatim in the deep tier.")
+    tier: str = Field(description="'event': in the live event layer (or merged into one of its events); 'deep': "
+                                  "let go of by the cap, kept verbatim in the deep tier.")
     role: Role
     summary: str
     keywords: list[str]
@@ -175,10 +177,14 @@ class EventHit(Wire):
     ts: float
     confidence: float
     count: int
-    message_ids: list[str] = Field(description="The matching messages of this memory, best first.")
+    message_ids: list[str] = Field(description="The message this memory is.")
     purposes: list[str] = Field(description="The purposes this memory serves: collected under a grant that stands.")
-    score: float
-    why: dict[str, float] = Field(description="Score parts: keyword, vector_sim, fused, weight (feedback), noise, "
+    score: float = Field(description="What the hits are ordered by: relevance times the weights in ``why``.")
+    relevance: float = Field(description="How well the message matches the query, 0-1 (vector_weight x cosine + "
+                                         "keyword_weight x keyword); what min_relevance thresholds.")
+    weak: bool = Field(description="Neither the cosine nor the keyword score reached the weak line: likely "
+                                   "unrelated to the query.")
+    why: dict[str, float] = Field(description="Score parts: keyword, vector_sim, weight (feedback), noise, "
                                               "type_match, in_time_window, recency, event_layer.")
 
 
