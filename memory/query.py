@@ -103,10 +103,21 @@ _SEASON = re.compile(r"(去年|今年|last|this)?\s*(?:的)?\s*(春|夏|秋|冬|
                      re.I)
 _MONTH_ZH = re.compile(r"(去年|今年)?\s*(1[0-2]|[1-9]|十[一二]?|[一二三四五六七八九])月(?:份)?(?!\d)")
 _MONTH_EN = re.compile(r"\b(?:in|last|this|back in|during)\s+(" + "|".join(_MONTHS) + r")\b", re.I)
+_NAMES = "|".join(_MONTHS)
+#: A date or month with its year: "May 7, 2023", "7 May 2023", "August 2022", "2022年8月(3日)", "in 2022", "2022年"
+_DATE_EN = re.compile(rf"\b(?:({_NAMES})\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+((?:19|20)\d\d)|(\d{{1,2}})(?:st|nd|rd|th)?"
+                      rf"\s+(?:of\s+)?({_NAMES}),?\s+((?:19|20)\d\d))\b", re.I)
+_MONTH_YEAR_EN = re.compile(rf"\b({_NAMES}),?\s+(?:of\s+)?((?:19|20)\d\d)\b", re.I)
+_DATE_ZH = re.compile(r"((?:19|20)\d\d)\s*年\s*(1[0-2]|0?[1-9])\s*月(?:\s*(3[01]|[12]\d|0?[1-9])\s*[日号])?")
+_YEAR = re.compile(r"(?:\b(?:in|during|back in|throughout)\s+((?:19|20)\d\d)\b(?!\s*[-/])"
+                   r"|((?:19|20)\d\d)\s*年(?!\s*\d))", re.I)
 
 
 def time_window(text: str, now: float) -> tuple[float, float] | None:
-    """The span of time a phrase in ``text`` points at, with some slack, or None."""
+    """The span of time a phrase in ``text`` points at, with some slack, or None. A date with its year
+    wins over a relative phrase."""
+    if (dated := _dated(text)) is not None:
+        return dated[0], min(dated[1], now)
     found = _AGO_ZH.search(text)
     if found:
         n = _zh_amount(found.group(1))
@@ -135,6 +146,39 @@ def time_window(text: str, now: float) -> tuple[float, float] | None:
     return None
 
 
+def _dated(text: str) -> tuple[float, float] | None:
+    """The span a date or month given with its year names (a day ± 2 days, a month ± 3 days, a year)."""
+    if found := _DATE_ZH.search(text):
+        year, month, day = int(found.group(1)), int(found.group(2)), found.group(3)
+        return _day_span(year, month, int(day)) if day else _year_month_span(year, month)
+    if found := _DATE_EN.search(text):
+        name, date, given = (found.group(1), found.group(2), found.group(3)) if found.group(1) else \
+            (found.group(5), found.group(4), found.group(6))
+        month = _MONTHS[name.lower()]
+        return _day_span(int(given), month, int(date)) if 1 <= int(date) <= 31 else _year_month_span(int(given), month)
+    if found := _MONTH_YEAR_EN.search(text):
+        return _year_month_span(int(found.group(2)), _MONTHS[found.group(1).lower()])
+    if found := _YEAR.search(text):
+        year = int(found.group(1) or found.group(2))
+        start, end = datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
+        return start.timestamp() - 7 * DAY, end.timestamp() + 7 * DAY
+    return None
+
+
+def _day_span(year: int, month: int, day: int) -> tuple[float, float] | None:
+    try:
+        start = datetime(year, month, day, tzinfo=UTC)
+    except ValueError:  # 31 February: the month then
+        return _year_month_span(year, month)
+    return start.timestamp() - 2 * DAY, start.timestamp() + 3 * DAY
+
+
+def _year_month_span(year: int, month: int) -> tuple[float, float]:
+    start = datetime(year, month, 1, tzinfo=UTC) - timedelta(days=3)
+    end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC) + timedelta(days=3)
+    return start.timestamp(), end.timestamp()
+
+
 def _zh_amount(text: str) -> float:
     if text.isdigit():
         return float(text)
@@ -154,9 +198,8 @@ def _around(now: float, days: float) -> tuple[float, float]:
 def _month_span(now: float, month: int, last_year: bool) -> tuple[float, float]:
     today = datetime.fromtimestamp(now, UTC)
     year = today.year - 1 if last_year or month > today.month else today.year
-    start = datetime(year, month, 1, tzinfo=UTC) - timedelta(days=3)
-    end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC) + timedelta(days=3)
-    return start.timestamp(), min(end.timestamp(), now)
+    start, end = _year_month_span(year, month)
+    return start, min(end, now)
 
 
 def _season_span(now: float, first: int, last: int, last_year: bool) -> tuple[float, float]:

@@ -54,6 +54,24 @@ def test_seasons_and_months_point_at_their_span(phrase, month):
     assert abs(middle.month - month) <= 1 and end <= NOW
 
 
-@pytest.mark.parametrize("text", ["我喜欢春卷", "the dates are 3月14号", "Springfield is nice", "when did I start?"])
+@pytest.mark.parametrize("phrase, first, last", [
+    ("what did Caroline do in August 2022?", "2022-08-01", "2022-08-31"),
+    ("2022年8月我们去了哪里", "2022-08-01", "2022-08-31"),
+    ("the concert on May 7, 2023, who came?", "2023-05-07", "2023-05-07"),
+    ("7th May 2023 at the beach", "2023-05-07", "2023-05-07"),
+    ("2023年5月7日说的那件事", "2023-05-07", "2023-05-07"),
+    ("what did I study in 2021?", "2021-01-01", "2021-12-31"),
+    ("2021年学了什么", "2021-01-01", "2021-12-31"),
+    ("last week of August 2022", "2022-08-01", "2022-08-31"),  # a date with its year wins over a relative phrase
+])
+def test_a_date_with_its_year_points_at_that_day_month_or_year(phrase, first, last):
+    start, end = time_window(phrase, NOW)
+    day = datetime.fromisoformat
+    assert start <= day(f"{first}T00:00+00:00").timestamp() and day(f"{last}T23:59+00:00").timestamp() <= end
+    assert end - start <= (366 + 15) * DAY
+
+
+@pytest.mark.parametrize("text", ["我喜欢春卷", "room 2021 is free", "the 2023-05-07 build", "the dates are 3月14号",
+                                  "Springfield is nice", "when did I start?"])
 def test_words_that_only_look_temporal_point_nowhere(text):
     assert time_window(text, NOW) is None
