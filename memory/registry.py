@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from memory.audit.elasticsearch import ElasticsearchAuditSink
     from memory.audit.file import FileAuditLog
     from memory.embedding import Embedder, SentenceTransformerEmbedder, USEEmbedder
+    from memory.embedding_openai import OpenAIEmbedder
     from memory.episodic import EpisodicStore
     from memory.episodic.sqlite import SQLiteEpisodicStore
     from memory.episodic.weaviate import WeaviateEpisodicStore
@@ -51,6 +52,8 @@ BACKENDS: dict[str, dict[str, tuple[str, str]]] = {
     "embedder": {
         "use": ("memory.embedding:USEEmbedder", ""),
         "sentence-transformers": ("memory.embedding:SentenceTransformerEmbedder", "torch"),
+        "openai+http": ("memory.embedding_openai:OpenAIEmbedder", ""),
+        "openai+https": ("memory.embedding_openai:OpenAIEmbedder", ""),
     },
     "audit": {
         "file": ("memory.audit.file:FileAuditLog", ""),
@@ -79,7 +82,8 @@ if TYPE_CHECKING:
                                                                 WeaviateEpisodicStore.from_url]
     _GRAPH: list[Callable[[str, Settings], GraphStore]] = [SQLiteGraphStore.from_url, Neo4jGraphStore.from_url]
     _EMBEDDER: list[Callable[[str, Settings], Embedder]] = [USEEmbedder.from_url,
-                                                            SentenceTransformerEmbedder.from_url]
+                                                            SentenceTransformerEmbedder.from_url,
+                                                            OpenAIEmbedder.from_url]
     _AUDIT: list[Callable[[str, Settings], AuditSink]] = [FileAuditLog.from_url, ElasticsearchAuditSink.from_url]
     _READS: list[Callable[[str, Settings], ReadLog]] = [SQLiteReadLog.from_url]
     _KEYS: list[Callable[[str, Settings], KeyStore]] = [SQLiteKeyStore.from_url, RedisKeyStore.from_url]

