@@ -61,3 +61,4 @@ bench: install-dev
 bench-recall: install-dev
 	$(PY) -m bench.recall
 	$(PY) -m bench.recall_long
+	$(PY) -m bench.recall_dev

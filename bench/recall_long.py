@@ -97,13 +97,20 @@ def with_long_answers(users: list[dict], seed: int = 3) -> list[dict]:
 
 
 def messages(user: dict) -> list[dict]:
-    """The user's messages in time order, each with its session, device and client_ts (unix seconds)."""
-    out, now = [], NOW
-    for session in sorted(user["sessions"], key=lambda s: -s["days_ago"]):
+    """The user's messages in time order, each with its session, device and client_ts (unix seconds): the
+    message's own ``client_ts`` where the data gives one, else its session's ``days_ago`` and 45 s a turn."""
+    out = []
+    for session in sorted(user["sessions"], key=session_start):
         for i, m in enumerate(session["messages"]):
             out.append({**m, "session_id": session["session_id"], "device_id": session["device_id"],
-                        "client_ts": now - session["days_ago"] * DAY + i * 45})
+                        "client_ts": m.get("client_ts", session_start(session) + i * 45)})
     return out
+
+
+def session_start(session: dict) -> float:
+    """When the session began: its first message's ``client_ts``, else ``days_ago`` before NOW."""
+    first = session["messages"][0] if session["messages"] else {}
+    return float(first["client_ts"]) if "client_ts" in first else NOW - session["days_ago"] * DAY
 
 
 NOW = time.time()
@@ -122,11 +129,18 @@ def truncated(user: dict, limit: int) -> dict:
 
 # --- scoring ------------------------------------------------------------------------------------------
 
+def query_recall(ranked: list[str], query: dict, k: int) -> float:
+    """recall@k of one query: the share of its gold among the first k ids, or (``any_gold``) 1 if any is."""
+    if query.get("any_gold"):
+        return float(bool(set(ranked[:k]) & set(query["gold"])))
+    return recall_at(ranked, query["gold"], k)
+
+
 def score(ranked: Ranked, queries: Iterable[dict]) -> dict[str, float]:
     queries = list(queries)
     if not queries:
         return {}
-    return {f"R@{k}": float(np.mean([recall_at(ranked.get(q["query_id"], []), q["gold"], k) for q in queries]))
+    return {f"R@{k}": float(np.mean([query_recall(ranked.get(q["query_id"], []), q, k) for q in queries]))
             for k in KS} | {"n": len(queries)}
 
 
@@ -134,7 +148,7 @@ def slices(queries: list[dict]) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = defaultdict(list)
     for q in queries:
         out["all"].append(q)
-        for field in ("category", "shape", "fact_position", "fact_role"):
+        for field in ("category", "shape", "fact_position", "fact_role", "gold_position"):
             if q.get(field):
                 out[f"{field}={q[field]}"].append(q)
         out[f"user_lang={q['user_lang']}"].append(q)
@@ -144,7 +158,7 @@ def slices(queries: list[dict]) -> dict[str, list[dict]]:
 
 # --- baselines ----------------------------------------------------------------------------------------
 
-def run_bm25(users: list[dict], queries: list[dict]) -> Ranked:
+def run_bm25(users: list[dict], queries: list[dict], depth: int = 50) -> Ranked:
     index = {}
     for user in users:
         msgs = messages(user)
@@ -153,11 +167,12 @@ def run_bm25(users: list[dict], queries: list[dict]) -> Ranked:
     for q in queries:
         bm25, ids = index[q["user_id"]]
         s = bm25.scores(tokenize(q["query"]))
-        out[q["query_id"]] = [ids[i] for i in np.argsort(-s, kind="stable")[:50] if s[i] > 0]
+        out[q["query_id"]] = [ids[i] for i in np.argsort(-s, kind="stable")[:depth] if s[i] > 0]
     return out
 
 
-def run_flat(users: list[dict], queries: list[dict], embed: Callable[[list[str]], np.ndarray]) -> Ranked:
+def run_flat(users: list[dict], queries: list[dict], embed: Callable[[list[str]], np.ndarray],
+             depth: int = 50) -> Ranked:
     by_user = {}
     for user in users:
         msgs = messages(user)
@@ -166,7 +181,7 @@ def run_flat(users: list[dict], queries: list[dict], embed: Callable[[list[str]]
     out = {}
     for q, v in zip(queries, qv, strict=True):
         matrix, ids = by_user[q["user_id"]]
-        out[q["query_id"]] = [ids[i] for i in np.argsort(-(matrix @ v))[:50]]
+        out[q["query_id"]] = [ids[i] for i in np.argsort(-(matrix @ v))[:depth]]
     return out
 
 
@@ -201,9 +216,10 @@ class CachedEmbedder:
 # --- Mneme in process ---------------------------------------------------------------------------------
 
 def mneme_in_process(users: list[dict], queries: list[dict], embedder, data_dir: Path, env: dict,
-                     named: Named = as_fed) -> Ranked:
+                     named: Named = as_fed, k: int = 10) -> Ranked:
     """Feed every message through the same library stages the workers run (rules → embed → episodic
-    store), then ask ``memory.recall``: no HTTP, no Celery, for fast tuning."""
+    store), then ask ``memory.recall`` for ``k`` events at each query's ``now`` (unix seconds; else
+    ``asked_at_days_ago`` before NOW): no HTTP, no Celery, for fast tuning."""
     from memory.embedding import embed_in_context
     from memory.extraction import extract
     from memory.mneme import Mneme
@@ -241,8 +257,8 @@ def mneme_in_process(users: list[dict], queries: list[dict], embedder, data_dir:
                 mneme.episodic.add(events, np.stack(rows), texts)
         out = {}
         for q in queries:
-            now = NOW - q.get("asked_at_days_ago", 0) * DAY
-            out[q["query_id"]] = ranked_ids(recall(mneme, "default", q["user_id"], q["query"], k=10, now=now).events,
+            now = q.get("now", NOW - q.get("asked_at_days_ago", 0) * DAY)
+            out[q["query_id"]] = ranked_ids(recall(mneme, "default", q["user_id"], q["query"], k=k, now=now).events,
                                             named)
         return out
     finally:
@@ -251,13 +267,15 @@ def mneme_in_process(users: list[dict], queries: list[dict], embedder, data_dir:
 
 # --- Mneme through the API and workers ------------------------------------------------------------------
 
-def mneme_stack(users: list[dict], queries: list[dict], data_dir: Path, named: Named = as_fed
-                ) -> tuple[Ranked, dict]:
+def mneme_stack(users: list[dict], queries: list[dict], data_dir: Path, named: Named = as_fed, k: int = 10,
+                env: dict | None = None) -> tuple[Ranked, dict]:
+    """Feed every message through the API and workers (``env``: the stack's extra MNEME_ settings), then
+    ask /v1/recall for ``k`` events a query, at the server's clock."""
     from mneme_client import MnemeClient
 
     from workers.local.stack import Stack, free_port
 
-    stack = Stack(data_dir, api_port=free_port(), beat=False, flower=False, env={"MNEME_REDIS_URL": ""})
+    stack = Stack(data_dir, api_port=free_port(), beat=False, flower=False, env={"MNEME_REDIS_URL": "", **(env or {})})
     stack.start()
     try:
         with MnemeClient(stack.api_url, timeout=120) as client:
@@ -277,7 +295,7 @@ def mneme_stack(users: list[dict], queries: list[dict], data_dir: Path, named: N
             out, took = {}, []
             for q in queries:
                 t0 = time.perf_counter()
-                result = client.recall(user_id=q["user_id"], query=q["query"], k=10)
+                result = client.recall(user_id=q["user_id"], query=q["query"], k=k)
                 took.append((time.perf_counter() - t0) * 1000)
                 out[q["query_id"]] = ranked_ids(result.events, named)
             return out, {"feed_messages_per_s": round(feed_rate, 1),
@@ -296,10 +314,11 @@ def table(runs: dict[str, Ranked], queries: list[dict]) -> dict[str, dict[str, d
 def print_table(results: dict[str, dict[str, dict[str, float]]], metric: str = "R@10") -> None:
     names = list(results)
     labels = list(next(iter(results.values())))
-    print(f"{metric:28}" + "".join(f"{n[:18]:>20}" for n in names) + f"{'n':>6}")
+    width = max(28, *(len(label) + 2 for label in labels))
+    print(f"{metric:{width}}" + "".join(f"{n[:18]:>20}" for n in names) + f"{'n':>6}")
     for label in labels:
         row = [results[n][label].get(metric, float("nan")) for n in names]
-        print(f"{label:28}" + "".join(f"{v:20.3f}" for v in row) + f"{results[names[0]][label]['n']:6d}")
+        print(f"{label:{width}}" + "".join(f"{v:20.3f}" for v in row) + f"{results[names[0]][label]['n']:6d}")
 
 
 def sweep(users: list[dict], queries: list[dict], run: Callable[[list[dict], list[dict]], dict[str, Ranked]]):
