@@ -182,11 +182,14 @@ def test_the_same_type_five_times_a_week_is_noise(pstack, prt, api, uid):
     user = f"noisy{uid}"
     consent(pstack, user)
     jobs = say(api, user, [("user", t) for t in ["点了提交没反应", "上传又失败了", "打不开了", "又报错了", "还是用不了",
-                                                  "我喜欢几何"]])
+                                                  "我喜欢几何", "The bus was late today", "We repainted the kitchen",
+                                                  "My cousin moved to Lyon", "The exam is on Friday",
+                                                  "I finished the novel"]])
 
     prt.maintenance.run(prt.maintenance.downweight_noise)
     events = {e.event_type: e for e in prt.episodic.store.get("default", user, [i for j in jobs for i in j.event_ids])}
     assert events["operation_failure"].noise == pytest.approx(0.3) and events["preference"].noise == 1.0
+    assert events["statement"].noise == 1.0  # what an active user says many times a week is not noise
     hits = api.recall(user_id=user, query="提交没反应", k=5).events
     hit = next(h for h in hits if h.event_type == "operation_failure")
     assert hit.why["noise"] == pytest.approx(0.3)

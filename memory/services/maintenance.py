@@ -28,6 +28,10 @@ from memory.services.episodic import EpisodicMemory
 from memory.settings import Settings
 
 ARCHIVED_TYPES = frozenset({EventType.greeting, EventType.small_talk})
+#: What repetition makes noise: chatter, moods, failures. Not what a user says to be remembered — statements,
+#: questions, plans, requests, facts about them — which an active user says many times a week.
+NOISE_TYPES = frozenset({EventType.greeting, EventType.small_talk, EventType.feedback, EventType.emotion,
+                         EventType.operation_failure})
 
 
 class Report(BaseModel):
@@ -136,7 +140,7 @@ class Maintenance:
 
     # --- noise ------------------------------------------------------------------------------------------
     def downweight_noise(self, tenant: str, user_id: str, report: Report, now: float) -> None:
-        """The same event type ``noise_threshold``+ times within ``noise_window_days`` weighs
+        """The same event type of ``NOISE_TYPES`` ``noise_threshold``+ times within ``noise_window_days`` weighs
         ``noise_weight`` in recall; everything else weighs 1. Recomputed from scratch every run."""
         s = self._settings
         window = now - s.noise_window_days * 86400
@@ -145,7 +149,7 @@ class Maintenance:
         for e in live:
             if e.ts >= window:
                 recent[e.event_type] += e.count
-        noisy = {t for t, n in recent.items() if n >= s.noise_threshold}
+        noisy = {t for t, n in recent.items() if n >= s.noise_threshold and t in NOISE_TYPES}
         want = {e.event_id: (s.noise_weight if e.event_type in noisy and e.ts >= window else 1.0) for e in live}
         changes: dict[float, list[str]] = {}
         for e in live:
