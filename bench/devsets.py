@@ -182,7 +182,7 @@ def memdaily(load: ModuleType, full: bool, rng: random.Random) -> DevSet:
     return DevSet("memdaily", users, queries, notes=notes)
 
 
-def realmem(load: ModuleType, full: bool, rng: random.Random, n_users: int = 3) -> DevSet:
+def realmem(load: ModuleType, full: bool, rng: random.Random, n_users: int = 5) -> DevSet:
     """A few users, all their turns; queries with complete turn-level gold, each counting only what came before it."""
     notes: dict[str, int] = {}
     everyone = dict(load.iter_users())
@@ -208,8 +208,30 @@ def realmem(load: ModuleType, full: bool, rng: random.Random, n_users: int = 3) 
         queries.append({"query_id": safe(q["qid"]), "user_id": q["user_id"], "query": q["text"], "gold": gold,
                         "category": q["category"], "shape": q["session_type"], "lang": "en", "user_lang": "en",
                         "now": ts[asked], "before": asked})
+        said = dialogue_so_far(users, q["user_id"], asked, avoid=gold)
+        if said:  # the same ask as an agent sends it: the dialogue so far
+            queries.append({**queries[-1], "query_id": f"{queries[-1]['query_id']}.dialogue", "query": said,
+                            "shape": "dialogue"})
     with_gold_position(users, queries)
     return DevSet("realmem", users, queries, notes=notes)
+
+
+DIALOGUE_TURNS, DIALOGUE_TURN_CHARS = 3, 500  # a dialogue-shaped query: the last turns, each cut as a window shows it
+
+
+def dialogue_so_far(users: list[dict], user_id: str, asked: str, avoid: Iterable[str] = ()) -> str:
+    """The query turn with the turns before it in its session, as ``user: …`` / ``assistant: …`` lines (the
+    shape an agent sends its conversation in); "" when it opens its session or a turn of it is one to ``avoid``
+    (a gold turn the agent still holds in its window is no test of recall)."""
+    [owner] = [u for u in users if u["user_id"] == user_id]
+    for session in owner["sessions"]:
+        ids = [m["message_id"] for m in session["messages"]]
+        if asked in ids:
+            turns = session["messages"][max(0, ids.index(asked) - DIALOGUE_TURNS + 1): ids.index(asked) + 1]
+            if len(turns) < 2 or set(avoid) & {m["message_id"] for m in turns}:
+                return ""
+            return "\n".join(f"{m['role']}: {' '.join(m['content'].split())[:DIALOGUE_TURN_CHARS]}" for m in turns)
+    return ""
 
 
 def prefeval(load: ModuleType, full: bool, rng: random.Random, n_items: int = 400) -> DevSet:
@@ -238,7 +260,7 @@ def prefeval(load: ModuleType, full: bool, rng: random.Random, n_items: int = 40
     return DevSet("prefeval", users, queries, metric="hit", notes=notes)
 
 
-def vehiclemembench(load: ModuleType, full: bool, rng: random.Random, n_households: int = 5) -> DevSet:
+def vehiclemembench(load: ModuleType, full: bool, rng: random.Random, n_households: int = 12) -> DevSet:
     """A few households, one message a log line ("<Speaker>: <text>", role user); queries after the whole log."""
     notes: dict[str, int] = {}
     everyone = dict(load.iter_users())

@@ -3,6 +3,7 @@
     python -m bench.recall_dev                  through the real API + workers (as `make bench-recall`)
     python -m bench.recall_dev --in-process     the same library calls without HTTP or Celery (for tuning)
         [--sets memdaily,realmem] [--full] [--k 10] [--variant NAME:MNEME_X=v,MNEME_Y=w ...]
+        [--compare bench/results/saved.json]    Mneme against Mneme of a saved run, query by query
 
 Per set (bench/devsets.py; sampled with --seed, --full for all): BM25 and a flat vector store over every
 message (the same embedder as Mneme), both fused by reciprocal rank (k=60), Mneme with default settings and
@@ -129,6 +130,10 @@ def run_set(ds: DevSet, args: argparse.Namespace, embedder: CachedEmbedder) -> d
     comparisons = {f"Mneme vs {best}": paired_bootstrap(r10["Mneme"], r10[best], seed=args.seed)}
     for name, _ in args.variant:
         comparisons[f"{name} vs Mneme"] = paired_bootstrap(r10[name], r10["Mneme"], seed=args.seed)
+    if (before := _saved(args.compare, ds.name)) is not None:  # a code change: this run against a saved one
+        kept = [i for i, q in enumerate(ds.queries) if q["query_id"] in before]
+        comparisons[f"Mneme vs {args.compare.name}"] = paired_bootstrap(
+            [r10["Mneme"][i] for i in kept], [before[ds.queries[i]["query_id"]] for i in kept], seed=args.seed)
     mnemes = ["Mneme", *(name for name, _ in args.variant)]
     return {"users": len(ds.users), "messages": sum(len(messages(u)) for u in ds.users), "queries": len(ds.queries),
             "metric": ds.metric, "asked_k": ask, "notes": ds.notes, "seconds": seconds, "results": results,
@@ -137,6 +142,14 @@ def run_set(ds: DevSet, args: argparse.Namespace, embedder: CachedEmbedder) -> d
             "per_query": {q["query_id"]: {"gold": q["gold"], "ranked": {n: runs[n][q["query_id"]] for n in runs},
                                           "R@10": {n: r10[n][i] for n in runs}}
                           for i, q in enumerate(ds.queries)}}
+
+
+def _saved(path: Path | None, set_name: str) -> dict[str, float] | None:
+    """Mneme's R@10 per query in a run saved at ``path`` (None: no comparison asked, or the set not in it)."""
+    if path is None:
+        return None
+    saved = json.loads(path.read_text()).get("sets", {}).get(set_name)
+    return None if saved is None else {qid: q["R@10"]["Mneme"] for qid, q in saved["per_query"].items()}
 
 
 def report(name: str, out: dict) -> None:
@@ -163,6 +176,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="NAME:MNEME_X=v,MNEME_Y=w: Mneme again with these settings (repeatable)")
     parser.add_argument("--k", type=int, default=10, help="results kept per query (R@k for k up to this)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--compare", type=Path, help="a saved run's JSON: Mneme of this run against Mneme of that "
+                                                     "one, query by query (to keep or drop a code change)")
+    parser.add_argument("--out", type=Path, help="where to write the JSON (default bench/results/recall_dev[...].json)")
     args = parser.parse_args(argv)
     from memory.embedding import USEEmbedder
 
@@ -177,7 +193,7 @@ def main(argv: list[str] | None = None) -> None:
     out = {"in_process": args.in_process, "full": args.full, "seed": args.seed, "k": args.k,
            "variants": dict(args.variant), "seconds": round(time.perf_counter() - started, 1), "sets": sets}
     RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / ("recall_dev_in_process.json" if args.in_process else "recall_dev.json")
+    path = args.out or RESULTS / ("recall_dev_in_process.json" if args.in_process else "recall_dev.json")
     path.write_text(json.dumps(out, indent=1, ensure_ascii=False))
     print(f"\nwrote {path} ({out['seconds']} s)")
 

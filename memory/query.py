@@ -1,8 +1,10 @@
 """What a recall query asks: its main cue, the context around it, and the time it points at.
 
-Agents often send a few turns of dialogue, or a long paragraph, as the query. The theme of the whole
-dialogue then drowns the cue that matters (the name or the object in the user's latest turn), so the
-latest user turn is the main cue and the rest is context. Temporal phrases ("上周", "last summer",
+Agents often send a few turns of dialogue as the query. The theme of the whole dialogue then drowns the
+cue that matters (the name or the object in the user's latest turn), so the latest user turn is the main
+cue and the rest is context. A single turn, however long, is its own cue: on real conversations a long
+turn's last question ("What's next?") says less than the whole turn (``bench/recall_dev.py``, realmem
++0.04 R@10 once long turns were no longer cut to it). Temporal phrases ("上周", "last summer",
 "3天前") become a soft time window over event time (``client_ts``), relative to ``now``.
 """
 
@@ -13,12 +15,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 DAY = 86400.0
-LONG_QUERY_CHARS = 280  # a single-turn query longer than this: its last sentence is the main cue
 
 _SPEAKER = re.compile(r"^\s*([^\s:：]{1,24}(?: [^\s:：]{1,24})?)\s*[:：]\s*(.+)$")
 _USER_SPEAKERS = re.compile(r"^(?:user|human|me|customer|student|用户|我|客户|学生|q)$", re.I)
 _ASSISTANT_SPEAKERS = re.compile(r"^(?:assistant|ai|bot|agent|system|助手|助理|客服|老师|a)$", re.I)
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
 
 
 @dataclass(frozen=True)
@@ -46,12 +46,6 @@ def _split(query: str) -> tuple[str, str]:
         last = users[-1] if users else len(turns) - 1
         context = "\n".join(text for i, (_, text) in enumerate(turns) if i != last)
         return turns[last][1], context
-    if len(query) > LONG_QUERY_CHARS:
-        sentences = [s for s in _SENTENCE_END.split(query) if s.strip()]
-        if len(sentences) > 1:
-            questions = [s for s in sentences if s.rstrip().endswith(("?", "？"))]
-            main = questions[-1] if questions else sentences[-1]
-            return main.strip(), " ".join(s for s in sentences if s is not main).strip()
     return query, ""
 
 

@@ -17,8 +17,9 @@ How an event's score is built (``README`` → "How recall ranks"):
    specifics; rescaling the similarity per query made it overrule the keyword side: both measured worse.)
 4. ``relevance = vector_weight·vector_sim + keyword_weight·keyword`` (0–1); the score is the relevance
    times the event's feedback weight and noise weight, ``1 + type_boost`` when its type is one the query
-   asks for, ``1 + time_boost`` when it falls in the query's time window, ``1 + recency_boost·recency``
-   and ``1 + event_layer_boost`` for a memory of the live event layer.
+   asks for, ``1 + time_boost`` when it falls in the query's time window and ``1 + recency_boost·recency``.
+   Both tiers rank on these merits alone: a boost for the live event layer sank what the cap had pushed
+   into the deep tier and measured worse on every public dev set (``bench/recall_dev.py``).
 5. One hit per message: the rows of one message (one per event type) collapse, and a message merged into
    another's event is still a hit of its own (``merged_into`` names the event). The best ``k`` are
    returned whenever the user has memories: nothing is dropped by a floor. Each hit carries its
@@ -107,7 +108,7 @@ class EventHit(BaseModel):
     weak: bool = Field(description="Neither the cosine nor the keyword score reached the weak line: likely "
                                    "unrelated to the query.")
     why: dict[str, float] = Field(description="Score parts: keyword, vector_sim, weight (feedback), noise, "
-                                              "type_match, in_time_window, recency, event_layer.")
+                                              "type_match, in_time_window, recency.")
 
 
 class FactHit(BaseModel):
@@ -288,13 +289,12 @@ def _score(c: _Candidate, search: Search, s: Settings) -> dict[str, float]:
     window = search.cue.window
     in_window = float(window is not None and window[0] <= ts <= window[1])
     recency = 0.5 ** (max(0.0, search.now - ts) / 86400 / s.recency_half_life_days)
-    layer = float(any(r.status == LIVE or r.canonical_id for r in c.rows))
     score = (relevance * weight * noise * (1 + s.type_boost * type_match) * (1 + s.time_boost * in_window)
-             * (1 + s.recency_boost * recency) * (1 + s.event_layer_boost * layer))
+             * (1 + s.recency_boost * recency))
     weak = float(c.sim < s.recall_weak_similarity and c.keyword < s.recall_weak_keyword)
     return {"score": round(score, 6), "relevance": round(relevance, 4), "weak": weak, "keyword": round(c.keyword, 4),
             "vector_sim": round(c.sim, 4), "weight": weight, "noise": noise, "type_match": type_match,
-            "in_time_window": in_window, "recency": round(recency, 4), "event_layer": layer}
+            "in_time_window": in_window, "recency": round(recency, 4)}
 
 
 def _hits(mneme: Mneme, scored: list[Scored], search: Search) -> list[EventHit]:
@@ -311,7 +311,8 @@ def _hits(mneme: Mneme, scored: list[Scored], search: Search) -> list[EventHit]:
             continue
         hits.append(EventHit(
             **best.model_dump(include={"event_id", "event_type", "role", "session_id", "confidence", "count"}),
-            merged_into=best.canonical_id, ts=best.said_at, tier="event" if parts["event_layer"] else "deep",
+            merged_into=best.canonical_id, ts=best.said_at,
+            tier="event" if any(r.status == LIVE or r.canonical_id for r in c.rows) else "deep",
             message_ids=[message_id], summary=shown.summary, keywords=shown.keywords,
             text=shown.text if search.include_text else None, purposes=search.consent.purposes_of(best.purposes),
             score=score, relevance=parts["relevance"], weak=bool(parts["weak"]),

@@ -163,9 +163,7 @@ class Settings(BaseSettings):
                                           "this and whose keyword score is below recall_weak_keyword is flagged weak.")
     recall_weak_keyword: float = Field(0.3, ge=0, description="… (see recall_weak_similarity).")
     type_boost: float = Field(0.15, ge=0, description="Share added when an event's type is one the query asks for.")
-    time_boost: float = Field(0.5, ge=0, description="Share added when an event falls in the query's time window.")
-    event_layer_boost: float = Field(0.3, ge=0, description="Share added to a memory of the live event layer "
-                                                           "(what the cap kept: facts about the user first).")
+    time_boost: float = Field(0.2, ge=0, description="Share added when an event falls in the query's time window.")
     recency_half_life_days: float = Field(30.0, gt=0)
     recency_boost: float = Field(0.05, ge=0, description="Up to this share added to a fresh event's score.")
 

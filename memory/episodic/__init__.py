@@ -22,7 +22,7 @@ Contract of ``add`` (one user's events, idempotent under redelivery):
   still searchable in the deep tier. Value orders by type rank first (``TYPE_RANK``: chit-chat < thanks <
   questions and moods < statements < facts about the user), then what the user said over the assistant's
   replies, then ``confidence × weight × noise × 0.5^(age_days/90) × (1 + log2(count))``: so the cap never
-  keeps small talk or thanks over a statement of fact. Recall favours the layer (``event_layer_boost``).
+  keeps small talk or thanks over a statement of fact. Recall ranks both tiers alike.
 
 Contract of ``retract`` (a message taken back, 撤回): the rows made from the messages go, and only those —
 what other messages said stays, a message of the same id in another session of the user too

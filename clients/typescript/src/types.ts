@@ -143,7 +143,7 @@ export interface EventHit {
   relevance: number;
   /** Neither the cosine nor the keyword score reached the weak line: likely unrelated to the query. */
   weak: boolean;
-  /** Score parts: keyword, vector_sim, weight (feedback), noise, type_match, in_time_window, recency, event_layer. */
+  /** Score parts: keyword, vector_sim, weight (feedback), noise, type_match, in_time_window, recency. */
   why: Record<string, number>;
 }
 

@@ -185,7 +185,7 @@ class EventHit(Wire):
     weak: bool = Field(description="Neither the cosine nor the keyword score reached the weak line: likely "
                                    "unrelated to the query.")
     why: dict[str, float] = Field(description="Score parts: keyword, vector_sim, weight (feedback), noise, "
-                                              "type_match, in_time_window, recency, event_layer.")
+                                              "type_match, in_time_window, recency.")
 
 
 class FactHit(Wire):
