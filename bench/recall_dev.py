@@ -178,11 +178,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--compare", type=Path, help="a saved run's JSON: Mneme of this run against Mneme of that "
                                                      "one, query by query (to keep or drop a code change)")
+    parser.add_argument("--embedder", default="use://multilingual-v3",
+                        help="MNEME_EMBEDDER_URL of the model every system embeds with (in process: flat and Mneme)")
     parser.add_argument("--out", type=Path, help="where to write the JSON (default bench/results/recall_dev[...].json)")
     args = parser.parse_args(argv)
-    from memory.embedding import USEEmbedder
+    from memory.registry import open_backend
+    from memory.settings import Settings
 
-    embedder = CachedEmbedder(USEEmbedder(), RESULTS / ".cache" / "use-multilingual-v3.npz")
+    model = open_backend("embedder", args.embedder, Settings(embedder_url=args.embedder))
+    # a cache a model: named by its scheme and target, or a server's by the model it serves (not its port)
+    named = args.embedder.split("model=", 1)[1].split("&")[0] if "model=" in args.embedder else args.embedder
+    cache = "".join(c if c.isalnum() or c == "." else "-" for c in named.replace("://", "-"))
+    embedder = CachedEmbedder(model, RESULTS / ".cache" / f"{cache}.npz")
     now, started = time.time(), time.perf_counter()
     sets: dict = {}
     for ds in load_sets(dev_data_root(), [s for s in args.sets.split(",") if s], now, args.full, args.seed):

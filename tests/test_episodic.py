@@ -112,11 +112,14 @@ def test_destroying_a_users_key_makes_their_text_unreadable(client, uid, runtime
     assert client.recall(user_id=f"u{uid}", query="银行卡密码", k=5).events == []
 
 
-def test_repeated_questions_merge_into_one_event(client, uid):
+def test_repeated_questions_merge_into_one_event_and_each_is_still_found(client, uid):
     jobs = remember_all(client, uid, ["怎么退款", "怎么退款", "怎么退款？"])
     assert sum(j.merged or 0 for j in jobs) == 2
-    [hit] = [h for h in client.recall(user_id=f"u{uid}", query="退款", k=5).events if h.event_type == "question"]
-    assert hit.count == 3 and sorted(hit.message_ids) == ["m0", "m1", "m2"] and hit.confidence > 0.7
+    hits = [h for h in client.recall(user_id=f"u{uid}", query="退款", k=5).events if h.event_type == "question"]
+    assert sorted(m for h in hits for m in h.message_ids) == ["m0", "m1", "m2"]  # one hit a message
+    [event] = [h for h in hits if h.merged_into is None]
+    assert event.count == 3 and event.confidence > 0.7
+    assert all(h.merged_into == event.event_id for h in hits if h is not event)
 
 
 def test_inferred_type_puts_plans_first(client, uid):
