@@ -111,6 +111,22 @@ def embed_in_context(embedder: Embedder, texts: Sequence[str], contexts: Sequenc
     return in_context(own, texts, contexts, weight, embedder.dim)
 
 
+#: Unrelated everyday sentences, zh and en: their mean pairwise cosine is a model's chance similarity
+CHANCE_TEXTS = ("The weather is nice today", "我明天要去北京出差", "Can you recommend a good book?", "我的猫叫年糕",
+                "I bought a new laptop last week", "数学考试考砸了", "My sister lives in Lyon", "这道菜太咸了",
+                "The meeting moved to Friday", "我喜欢弹吉他", "How do I reset my password?", "我们周末去爬山吧",
+                "The train was delayed again", "这个函数返回什么", "I'm allergic to peanuts", "他昨天没来上班")
+
+
+def chance_similarity(embedder: Embedder) -> float:
+    """The cosine two unrelated texts have under this model: about 0.13 for multilingual USE, 0.80 for
+    multilingual-e5-small. Recall reads a similarity above it (``memory.recall``), so that its fusion with the
+    keyword score, and what counts as weak, mean the same whichever model a deployment chooses."""
+    vectors = embedder.embed(list(CHANCE_TEXTS))
+    pairs = np.triu_indices(len(CHANCE_TEXTS), 1)
+    return float(np.clip((vectors @ vectors.T)[pairs].mean(), 0.0, 0.95))
+
+
 def embed_each(embedder: Embedder, texts: Sequence[str],
                known: Mapping[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """Each distinct non-empty text's own vector: ``known``'s where it has one, else the model's (one call)."""

@@ -30,7 +30,7 @@ from memory import page_links
 from memory.archive import ColdStore
 from memory.audit import AuditSink
 from memory.crypto import UserKeys, load_master_key
-from memory.embedding import RecentVectors
+from memory.embedding import RecentVectors, chance_similarity
 from memory.episodic import EpisodicStore
 from memory.errors import TransientError
 from memory.graph import GraphStore
@@ -167,6 +167,11 @@ class Mneme:
                 self._embedder = RecentVectors(open_backend("embedder", self.settings.embedder_url, self.settings))
             return self._embedder
 
+    @cached_property
+    def chance_similarity(self) -> float:
+        """The embedder's cosine between unrelated texts (``memory.embedding.chance_similarity``)."""
+        return chance_similarity(self.embedder)
+
     @property
     def warm(self) -> bool:
         """The model is loaded and has encoded once (the first encode is the slow one)."""
@@ -178,6 +183,7 @@ class Mneme:
         ``segmenter``: load the word segmenter's dictionary too (~33 MB: the API segments every query; the
         embed worker never segments)."""
         self.embedder.embed(list(WARM_UP_TEXTS))
+        _ = self.chance_similarity
         if segmenter:
             tokenize("预热一下")
         pings: tuple[Callable[[], None], ...] = (lambda: self.episodic.ping(), lambda: self.semantic.ping())

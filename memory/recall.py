@@ -15,7 +15,9 @@ How an event's score is built (``README`` → "How recall ranks"):
    best semantic match keeps its full vector credit, and same-language memories get no free keyword
    credit for sharing common words. (Rank fusion gave every keyword hit nearly the same credit, and buried
    specifics; rescaling the similarity per query made it overrule the keyword side: both measured worse.)
-4. ``relevance = vector_weight·vector_sim + keyword_weight·keyword`` (0–1); the score is the relevance
+4. ``relevance = vector_weight·similarity + keyword_weight·keyword`` (0–1), where ``similarity`` is the
+   cosine above the embedder's chance level (``memory.embedding.chance_similarity``), so the fusion means
+   the same whichever model a deployment chooses; the score is the relevance
    times the event's feedback weight and noise weight, ``1 + type_boost`` when its type is one the query
    asks for, ``1 + time_boost`` when it falls in the query's time window and ``1 + recency_boost·recency``.
    Both tiers rank on these merits alone: a boost for the live event layer sank what the cap had pushed
@@ -103,12 +105,13 @@ class EventHit(BaseModel):
     message_ids: list[str] = Field(description="The message this memory is.")
     purposes: list[str] = Field(description="The purposes this memory serves: collected under a grant that stands.")
     score: float = Field(description="What the hits are ordered by: relevance times the weights in ``why``.")
-    relevance: float = Field(description="How well the message matches the query, 0-1 (vector_weight x cosine + "
-                                         "keyword_weight x keyword); what min_relevance thresholds.")
+    relevance: float = Field(description="How well the message matches the query, 0-1 (vector_weight x similarity "
+                                         "+ keyword_weight x keyword); what min_relevance thresholds.")
     weak: bool = Field(description="Neither the cosine nor the keyword score reached the weak line: likely "
                                    "unrelated to the query.")
-    why: dict[str, float] = Field(description="Score parts: keyword, vector_sim, weight (feedback), noise, "
-                                              "type_match, in_time_window, recency.")
+    why: dict[str, float] = Field(description="Score parts: keyword, vector_sim (cosine), similarity (above the "
+                                              "embedder's chance level), weight (feedback), noise, type_match, "
+                                              "in_time_window, recency.")
 
 
 class FactHit(BaseModel):
@@ -177,7 +180,7 @@ def recall(mneme: Mneme, tenant: str, user_id: str, query: str, k: int = 5, sess
         search = Search(cue=cue, vector=query_vector(mneme, cue), k=k, types=event_types, inferred=inferred,
                         include_text=include_text, now=now, skip=_just_posted(working),
                         repeated=sha256(clean(query)), serving=tuple(policy.consent.serving(purpose)),
-                        consent=policy.consent, min_relevance=min_relevance)
+                        consent=policy.consent, min_relevance=min_relevance, chance=mneme.chance_similarity)
         answers = _within_deadline(mneme.settings.recall_layer_timeout_s, degraded, {
             "episodic": lambda: search_events(mneme, tenant, user_id, search),
             "graph": lambda: _facts(mneme, tenant, user_id, query, purpose),
@@ -231,6 +234,7 @@ class Search:
     serving: tuple[str, ...] | None = None  # only rows recorded under one of these grants (None: every row)
     consent: Grants = Grants()  # the user's: names the purposes each hit serves
     min_relevance: float = 0.0  # the caller's cut: hits less relevant are left out
+    chance: float = 0.0  # the embedder's cosine between unrelated texts: similarity counts above it
 
 
 class _Candidate:
@@ -281,7 +285,8 @@ def query_vector(mneme: Mneme, cue: queries.Cue) -> np.ndarray:
 
 
 def _score(c: _Candidate, search: Search, s: Settings) -> dict[str, float]:
-    relevance = s.vector_weight * max(0.0, c.sim) + s.keyword_weight * min(1.0, c.keyword)
+    similarity = max(0.0, c.sim - search.chance) / (1 - search.chance)  # above chance, 0–1, whatever the model
+    relevance = s.vector_weight * similarity + s.keyword_weight * min(1.0, c.keyword)
     weight = max(r.weight for r in c.rows)
     noise = max(r.noise for r in c.rows)
     type_match = float(bool(search.inferred) and any(r.event_type in search.inferred for r in c.rows))
@@ -291,10 +296,10 @@ def _score(c: _Candidate, search: Search, s: Settings) -> dict[str, float]:
     recency = 0.5 ** (max(0.0, search.now - ts) / 86400 / s.recency_half_life_days)
     score = (relevance * weight * noise * (1 + s.type_boost * type_match) * (1 + s.time_boost * in_window)
              * (1 + s.recency_boost * recency))
-    weak = float(c.sim < s.recall_weak_similarity and c.keyword < s.recall_weak_keyword)
+    weak = float(similarity < s.recall_weak_similarity and c.keyword < s.recall_weak_keyword)
     return {"score": round(score, 6), "relevance": round(relevance, 4), "weak": weak, "keyword": round(c.keyword, 4),
-            "vector_sim": round(c.sim, 4), "weight": weight, "noise": noise, "type_match": type_match,
-            "in_time_window": in_window, "recency": round(recency, 4)}
+            "vector_sim": round(c.sim, 4), "similarity": round(similarity, 4), "weight": weight, "noise": noise,
+            "type_match": type_match, "in_time_window": in_window, "recency": round(recency, 4)}
 
 
 def _hits(mneme: Mneme, scored: list[Scored], search: Search) -> list[EventHit]:

@@ -159,8 +159,9 @@ class Settings(BaseSettings):
     )
     context_weight: float = Field(0.25, ge=0, le=1, description="Share of a dialogue query's earlier turns beside "
                                                                 "its latest user turn (the main cue).")
-    recall_weak_similarity: float = Field(0.3, ge=-1, le=1, description="A recalled memory whose cosine is below "
-                                          "this and whose keyword score is below recall_weak_keyword is flagged weak.")
+    recall_weak_similarity: float = Field(0.2, ge=0, le=1, description="A recalled memory whose similarity (its "
+                                          "cosine above the embedder's chance level, 0-1) is below this and whose "
+                                          "keyword score is below recall_weak_keyword is flagged weak.")
     recall_weak_keyword: float = Field(0.3, ge=0, description="… (see recall_weak_similarity).")
     type_boost: float = Field(0.15, ge=0, description="Share added when an event's type is one the query asks for.")
     time_boost: float = Field(0.2, ge=0, description="Share added when an event falls in the query's time window.")

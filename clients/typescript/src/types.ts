@@ -139,11 +139,11 @@ export interface EventHit {
   purposes: Array<string>;
   /** What the hits are ordered by: relevance times the weights in ``why``. */
   score: number;
-  /** How well the message matches the query, 0-1 (vector_weight x cosine + keyword_weight x keyword); what min_relevance thresholds. */
+  /** How well the message matches the query, 0-1 (vector_weight x similarity + keyword_weight x keyword); what min_relevance thresholds. */
   relevance: number;
   /** Neither the cosine nor the keyword score reached the weak line: likely unrelated to the query. */
   weak: boolean;
-  /** Score parts: keyword, vector_sim, weight (feedback), noise, type_match, in_time_window, recency. */
+  /** Score parts: keyword, vector_sim (cosine), similarity (above the embedder's chance level), weight (feedback), noise, type_match, in_time_window, recency. */
   why: Record<string, number>;
 }
 

@@ -180,12 +180,13 @@ class EventHit(Wire):
     message_ids: list[str] = Field(description="The message this memory is.")
     purposes: list[str] = Field(description="The purposes this memory serves: collected under a grant that stands.")
     score: float = Field(description="What the hits are ordered by: relevance times the weights in ``why``.")
-    relevance: float = Field(description="How well the message matches the query, 0-1 (vector_weight x cosine + "
-                                         "keyword_weight x keyword); what min_relevance thresholds.")
+    relevance: float = Field(description="How well the message matches the query, 0-1 (vector_weight x similarity "
+                                         "+ keyword_weight x keyword); what min_relevance thresholds.")
     weak: bool = Field(description="Neither the cosine nor the keyword score reached the weak line: likely "
                                    "unrelated to the query.")
-    why: dict[str, float] = Field(description="Score parts: keyword, vector_sim, weight (feedback), noise, "
-                                              "type_match, in_time_window, recency.")
+    why: dict[str, float] = Field(description="Score parts: keyword, vector_sim (cosine), similarity (above the "
+                                              "embedder's chance level), weight (feedback), noise, type_match, "
+                                              "in_time_window, recency.")
 
 
 class FactHit(Wire):
