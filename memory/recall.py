@@ -1,8 +1,8 @@
 """The read path: working memory + episodic search over both tiers + graph facts, in one bundle.
 
 How an event's score is built (``README`` → "How recall ranks"):
-1. The query is split into its main cue (the latest user turn of a dialogue-shaped query, the last
-   question of a long one) and context (``memory.query``); a temporal phrase gives a time window.
+1. The query is split into its main cue (the latest user turn of a dialogue-shaped query; a single turn
+   is its own cue) and context (``memory.query``); a temporal phrase or a date gives a time window.
 2. Candidates: the ``recall_depth`` best rows by keyword score and by vector similarity, over the event
    layer and the deep tier alike (every message a user said, until a named forgetting removes it). Each
    candidate is then scored on every signal (``EpisodicMemory.search``): a row one signal found is looked
@@ -107,7 +107,7 @@ class EventHit(BaseModel):
     score: float = Field(description="What the hits are ordered by: relevance times the weights in ``why``.")
     relevance: float = Field(description="How well the message matches the query, 0-1 (vector_weight x similarity "
                                          "+ keyword_weight x keyword); what min_relevance thresholds.")
-    weak: bool = Field(description="Neither the cosine nor the keyword score reached the weak line: likely "
+    weak: bool = Field(description="Neither the similarity nor the keyword score reached the weak line: likely "
                                    "unrelated to the query.")
     why: dict[str, float] = Field(description="Score parts: keyword, vector_sim (cosine), similarity (above the "
                                               "embedder's chance level), weight (feedback), noise, type_match, "

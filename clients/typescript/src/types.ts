@@ -141,7 +141,7 @@ export interface EventHit {
   score: number;
   /** How well the message matches the query, 0-1 (vector_weight x similarity + keyword_weight x keyword); what min_relevance thresholds. */
   relevance: number;
-  /** Neither the cosine nor the keyword score reached the weak line: likely unrelated to the query. */
+  /** Neither the similarity nor the keyword score reached the weak line: likely unrelated to the query. */
   weak: boolean;
   /** Score parts: keyword, vector_sim (cosine), similarity (above the embedder's chance level), weight (feedback), noise, type_match, in_time_window, recency. */
   why: Record<string, number>;

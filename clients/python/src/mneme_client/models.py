@@ -182,7 +182,7 @@ class EventHit(Wire):
     score: float = Field(description="What the hits are ordered by: relevance times the weights in ``why``.")
     relevance: float = Field(description="How well the message matches the query, 0-1 (vector_weight x similarity "
                                          "+ keyword_weight x keyword); what min_relevance thresholds.")
-    weak: bool = Field(description="Neither the cosine nor the keyword score reached the weak line: likely "
+    weak: bool = Field(description="Neither the similarity nor the keyword score reached the weak line: likely "
                                    "unrelated to the query.")
     why: dict[str, float] = Field(description="Score parts: keyword, vector_sim (cosine), similarity (above the "
                                               "embedder's chance level), weight (feedback), noise, type_match, "
