@@ -32,9 +32,27 @@ class Cue:
         return bool(self.context)
 
 
+#: "…, sorry, what I really want to ask is: X": the speaker sets aside what came before and asks X
+_REAL_QUESTION = re.compile(
+    r"(?:我(?:真正|真的|其实|实际上|本来)?(?:想问|要问|想说|想知道)的(?:问题)?是|我(?:真正|真的|实际)的问题是|言归正传|说正经的"
+    r"|what i (?:really|actually) (?:want|meant|wanted|need) to (?:ask|know)(?: is)?|my (?:real|actual) question is"
+    r"|(?:but|anyway),? (?:the )?(?:real|actual) question is)\s*[:：,，]?\s*", re.I)
+
+
 def parse(query: str, now: float) -> Cue:
-    main, context = _split(query.strip())
+    query = query.strip()
+    if (found := _last(_REAL_QUESTION, query)) is not None and query[found.end():].strip():
+        main = query[found.end():].strip()  # what the speaker set aside says nothing of when, either
+        return Cue(main=main, context=query[:found.start()].strip(), window=time_window(main, now))
+    main, context = _split(query)
     return Cue(main=main, context=context, window=time_window(main, now) or time_window(query, now))
+
+
+def _last(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    found = None
+    for found in pattern.finditer(text):  # noqa: B007 - the last match is the one wanted
+        pass
+    return found
 
 
 def _split(query: str) -> tuple[str, str]:

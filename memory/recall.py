@@ -285,21 +285,23 @@ def query_vector(mneme: Mneme, cue: queries.Cue) -> np.ndarray:
 
 
 def _score(c: _Candidate, search: Search, s: Settings) -> dict[str, float]:
+    """The candidate's score and its parts (rounded where a hit shows them, ``_hits``)."""
     similarity = max(0.0, c.sim - search.chance) / (1 - search.chance)  # above chance, 0–1, whatever the model
     relevance = s.vector_weight * similarity + s.keyword_weight * min(1.0, c.keyword)
-    weight = max(r.weight for r in c.rows)
-    noise = max(r.noise for r in c.rows)
+    row = c.rows[0] if len(c.rows) == 1 else None  # most messages made one event
+    weight = row.weight if row else max(r.weight for r in c.rows)
+    noise = row.noise if row else max(r.noise for r in c.rows)
+    ts = row.said_at if row else max(r.said_at for r in c.rows)  # when the message itself was said
     type_match = float(bool(search.inferred) and any(r.event_type in search.inferred for r in c.rows))
-    ts = max(r.said_at for r in c.rows)  # when the message itself was said
     window = search.cue.window
     in_window = float(window is not None and window[0] <= ts <= window[1])
     recency = 0.5 ** (max(0.0, search.now - ts) / 86400 / s.recency_half_life_days)
     score = (relevance * weight * noise * (1 + s.type_boost * type_match) * (1 + s.time_boost * in_window)
              * (1 + s.recency_boost * recency))
     weak = float(similarity < s.recall_weak_similarity and c.keyword < s.recall_weak_keyword)
-    return {"score": round(score, 6), "relevance": round(relevance, 4), "weak": weak, "keyword": round(c.keyword, 4),
-            "vector_sim": round(c.sim, 4), "similarity": round(similarity, 4), "weight": weight, "noise": noise,
-            "type_match": type_match, "in_time_window": in_window, "recency": round(recency, 4)}
+    return {"score": score, "relevance": relevance, "weak": weak, "keyword": c.keyword, "vector_sim": c.sim,
+            "similarity": similarity, "weight": weight, "noise": noise, "type_match": type_match,
+            "in_time_window": in_window, "recency": recency}
 
 
 def _hits(mneme: Mneme, scored: list[Scored], search: Search) -> list[EventHit]:
@@ -320,8 +322,8 @@ def _hits(mneme: Mneme, scored: list[Scored], search: Search) -> list[EventHit]:
             tier="event" if any(r.status == LIVE or r.canonical_id for r in c.rows) else "deep",
             message_ids=[message_id], summary=shown.summary, keywords=shown.keywords,
             text=shown.text if search.include_text else None, purposes=search.consent.purposes_of(best.purposes),
-            score=score, relevance=parts["relevance"], weak=bool(parts["weak"]),
-            why={k: v for k, v in parts.items() if k not in ("score", "relevance", "weak")},
+            score=round(score, 6), relevance=round(parts["relevance"], 4), weak=bool(parts["weak"]),
+            why={k: round(v, 4) for k, v in parts.items() if k not in ("score", "relevance", "weak")},
         ))
     return hits
 

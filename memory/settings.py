@@ -150,7 +150,7 @@ class Settings(BaseSettings):
     recall_layer_timeout_s: float = Field(
         2.0, gt=0, description="A long-term layer that has not answered by then is reported in `degraded`."
     )
-    recall_depth: int = Field(200, ge=50, le=2000, description="Candidates taken from each signal (each then "
+    recall_depth: int = Field(100, ge=50, le=2000, description="Candidates taken from each signal (each then "
                                                                "scored on every signal); at least recall's largest k.")
     vector_weight: float = Field(0.6, ge=0, description="Weight of the cosine similarity in the fusion.")
     keyword_weight: float = Field(0.4, ge=0, description="Weight of the normalised BM25 score in the fusion.")

@@ -28,6 +28,18 @@ def test_the_latest_user_turn_of_a_dialogue_is_the_main_cue(dialogue, main):
     assert cue.main == main and cue.context and main not in cue.context
 
 
+@pytest.mark.parametrize("query, main", [
+    ("上周的聚会真开心，菜也好吃。不好意思，我真正想问的是：我家猫叫什么名字？", "我家猫叫什么名字？"),
+    ("最近总下雨，心情一般。其实我想问的是，周三的牙医预约几点？", "周三的牙医预约几点？"),
+    ("The weather was lovely last week, we went hiking. Anyway, what I really want to know is: where does my "
+     "cousin work?", "where does my cousin work?"),
+])
+def test_a_question_the_speaker_says_they_really_mean_is_the_main_cue(query, main):
+    cue = parse(query, NOW)
+    assert cue.main == main and cue.context and main not in cue.context
+    assert cue.window is None  # the small talk set aside says nothing of when
+
+
 def test_a_long_single_turn_query_is_its_own_cue():
     query = ("I have been thinking about my kitchen renovation for weeks now, comparing tiles and cabinets, and I keep "
              "going back and forth between the options we discussed, the oak and the walnut, and the budget keeps "

@@ -140,6 +140,8 @@ class EpisodicMemory:
         if not candidates:
             return Found({}, {}, [])
         for name, scores in found.items():
+            if len(scores) < depth:  # the signal scored every row it matches: a row it did not name scores 0
+                continue
             if missing := [event_id for event_id in candidates if event_id not in scores]:
                 scores |= by_vector(missing) if name == "vector" else by_keyword(main if name == "main" else context,
                                                                                   missing)
