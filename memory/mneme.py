@@ -177,15 +177,15 @@ class Mneme:
         """The model is loaded and has encoded once (the first encode is the slow one)."""
         return self._warm
 
-    def warm_up(self, segmenter: bool = True) -> None:
+    def warm_up(self, recall: bool = True) -> None:
         """Load the embedder and run a real encode, and open the stores, so the first request after a start
         is not the one that pays for it. A store that cannot open now is reported by ``health``.
-        ``segmenter``: load the word segmenter's dictionary too (~33 MB: the API segments every query; the
-        embed worker never segments)."""
+        ``recall``: the process answers recalls (the API): load the word segmenter's dictionary too (~33 MB)
+        and measure the embedder's chance similarity (``CHANCE_TEXTS``); the workers need neither."""
         self.embedder.embed(list(WARM_UP_TEXTS))
-        _ = self.chance_similarity
-        if segmenter:
+        if recall:
             tokenize("预热一下")
+            _ = self.chance_similarity
         pings: tuple[Callable[[], None], ...] = (lambda: self.episodic.ping(), lambda: self.semantic.ping())
         for ping in pings:
             try:

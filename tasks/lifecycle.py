@@ -48,7 +48,7 @@ def _start(sender: Any = None, **_: object) -> None:
     mneme.state.broker.register(node)
     _put_back[:] = [put_back(sender.app, node)]
     if mneme.settings.preload_embedder:
-        mneme.warm_up(segmenter=False)  # what needs the segmenter loads it on first use
+        mneme.warm_up(recall=False)  # what needs the segmenter loads it on first use
 
 
 @signals.worker_ready.connect
