@@ -1,0 +1,202 @@
+"""Beliefs against the labelled set: precision and coverage per relation and language, with the failing turns.
+
+    python -m bench.beliefs_dev                       # the rules (what ``make bench-beliefs`` runs)
+    python -m bench.beliefs_dev --llm http://127.0.0.1:8080/v1 --model gemma3   # rules + the LLM stage
+    python -m bench.beliefs_dev --show 40             # up to 40 failing turns of each kind, with their text
+
+The labelled turns: ``bench/beliefs/labels/<set>.jsonl`` (ids + labels; the text is read from shared/dev-data,
+whose licences forbid copying it, ``bench.belief_turns``) and ``bench/beliefs/cases.jsonl`` (our own hard cases,
+with their text). How a belief matches a label: ``bench/beliefs/GUIDE.md``. A set whose folder is absent is
+skipped (its labels say nothing without the text). Results (ids and figures only) go to
+``bench/results/beliefs_dev[_llm].json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import re
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from bench.belief_turns import LANG, by_id
+from bench.devsets import dev_data_root
+from memory.anchoring import anchor, is_anaphoric
+from memory.extraction import extract
+from memory.models import Fact, Message, Role
+
+HERE = Path(__file__).resolve().parent
+LABELS = HERE / "beliefs" / "labels"
+CASES = HERE / "beliefs" / "cases.jsonl"
+RESULTS = HERE / "results"
+CALIBRATION_BINS = (0.0, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.01)
+_DROP = re.compile(r"[\s\"'“”‘’`.,!?;:，。！？；：、()（）\[\]【】《》*_-]+")
+_LEADING = re.compile(r"^(?:the|a|an|my|our|his|her|their|some|this|that|these|those)\s+", re.I)
+
+Extractor = Callable[[Message, str], list[Fact]]  # a user's message and the turn before it → its beliefs
+
+
+def labelled(root: Path) -> list[dict]:
+    """Every labelled turn whose text is at hand: ``{"id", "set", "lang", "text", "before", "beliefs", "traps"}``."""
+    out = [json.loads(line) | {"set": "cases"} for line in CASES.read_text().splitlines() if line.strip()] \
+        if CASES.exists() else []
+    for path in sorted(LABELS.glob("*.jsonl")):
+        name = path.stem
+        labels = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        if not (root / name / "load.py").exists():
+            print(f"{name}: skipped, no {root / name}")
+            continue
+        text = by_id(name, {label["id"] for label in labels}, root)
+        missing = [label["id"] for label in labels if label["id"] not in text]
+        if missing:
+            raise SystemExit(f"{name}: {len(missing)} labelled ids not in the data (first: {missing[0]})")
+        out += [text[label["id"]] | label | {"set": name, "lang": LANG[name]} for label in labels]
+    return out
+
+
+def norm(text: str) -> str:
+    text = html.unescape(text).lower().strip()
+    while (shorter := _LEADING.sub("", text)) != text:
+        text = shorter
+    return _DROP.sub(" ", text).strip()
+
+
+def _size(text: str) -> int:
+    return len(text) if re.search(r"[\u4e00-\u9fff]", text) else len(text.split())
+
+
+def same_object(made: str, label: str) -> bool:
+    a, b = norm(made), norm(label)
+    if not a or not b:
+        return False
+    if a == b:
+        return True
+    short, long = sorted((a, b), key=_size)
+    return short in long and 2 * _size(short) >= _size(long)
+
+
+def matches(fact: Fact, belief: dict) -> bool:
+    relations = {belief["relation"], *belief.get("also_relations", [])}
+    return fact.relation in relations and any(same_object(fact.object, o)
+                                              for o in [belief["object"], *belief.get("also", [])])
+
+
+def rules(message: Message, before: str) -> list[Fact]:
+    """What the pipeline makes of a user's turn: the rules' facts, anchored on the turn before it as working
+    memory holds it (``pipeline.anchor_facts``: "那个定律" → the 定律 just named, or no belief)."""
+    return anchored(extract(message).facts, before)
+
+
+def anchored(facts: list[Fact], before: str) -> list[Fact]:
+    out = []
+    for fact in facts:
+        if not is_anaphoric(fact.object):
+            out.append(fact)
+        elif (found := anchor(fact.object, [("before", before)] if before else [])).anchored_to is not None:
+            out.append(fact.model_copy(update={"object": found.name}))
+    return out
+
+
+def message_of(turn: dict) -> Message:
+    return Message(tenant="bench", user_id="u", session_id="s", message_id="m", role=Role.user,
+                   content=html.escape(turn["text"], quote=False), client_ts=time.time())
+
+
+def judge(turns: Iterable[dict], extractor: Extractor) -> list[dict]:
+    """Each turn with what was made: ``made`` [(relation, object, confidence, correct)], ``found`` [label hit]."""
+    out = []
+    for turn in turns:
+        started = time.perf_counter()
+        facts = extractor(message_of(turn), turn.get("before", ""))
+        ms = 1000 * (time.perf_counter() - started)
+        made = [(f.relation, f.object, f.confidence, any(matches(f, b) for b in turn["beliefs"])) for f in facts]
+        found = [any(matches(f, b) for f in facts) for b in turn["beliefs"]]
+        out.append(turn | {"made": made, "found": found, "ms": ms})
+    return out
+
+
+def _pct(hits: int, n: int) -> str:
+    return f"{100 * hits / n:5.1f}% ({hits}/{n})" if n else "    –"
+
+
+def report(judged: list[dict], show: int) -> dict:
+    """Prints the tables; returns the figures (no text)."""
+    made: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])  # (lang, relation) → [correct, made]
+    covered: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])  # (lang, relation) → [found, labels]
+    for t in judged:
+        lang = "en" if t["lang"] == "en" else "zh"  # mixed zh/en cases count with zh (Chinese-first)
+        for relation, _, _, ok in t["made"]:
+            for key in ((lang, relation), (lang, "all"), ("all", "all")):
+                made[key][0] += ok
+                made[key][1] += 1
+        for belief, ok in zip(t["beliefs"], t["found"], strict=True):
+            for key in ((lang, belief["relation"]), (lang, "all"), ("all", "all")):
+                covered[key][0] += ok
+                covered[key][1] += 1
+    sets = sorted({t["set"] for t in judged})
+    sizes = ", ".join(f"{s} {sum(t['set'] == s for t in judged)}" for s in sets)
+    print(f"{len(judged)} labelled turns ({sizes}), "
+          f"{sum(len(t['beliefs']) for t in judged)} labelled beliefs, {sum(not t['beliefs'] for t in judged)} turns "
+          f"with none")
+    print(f"\n{'lang':5} {'relation':22} {'precision':>18} {'coverage':>18}")
+    for key in sorted(set(made) | set(covered), key=lambda k: (k[0] == "all", k[0], k[1] == "all", k[1])):
+        print(f"{key[0]:5} {key[1]:22} {_pct(*made[key]):>18} {_pct(*covered[key]):>18}")
+    per_set = {}
+    for s in sets:
+        mine = [t for t in judged if t["set"] == s]
+        ok = sum(m[3] for t in mine for m in t["made"])
+        n = sum(len(t["made"]) for t in mine)
+        hit = sum(sum(t["found"]) for t in mine)
+        labels = sum(len(t["beliefs"]) for t in mine)
+        per_set[s] = {"precision": ok / n if n else None, "made": n, "coverage": hit / labels if labels else None,
+                      "labels": labels}
+        print(f"set {s:18} precision {_pct(ok, n):>18}  coverage {_pct(hit, labels):>18}")
+    print("\ncalibration (confidence → share correct):")
+    calibration = []
+    for lo, hi in zip(CALIBRATION_BINS, CALIBRATION_BINS[1:], strict=False):
+        inside = [m[3] for t in judged for m in t["made"] if lo <= m[2] < hi]
+        if inside:
+            calibration.append({"from": lo, "to": hi, "n": len(inside), "correct": sum(inside) / len(inside)})
+            print(f"  [{lo:.2f}, {min(hi, 1.0):.2f})  {_pct(sum(inside), len(inside))}")
+    ms = sorted(t["ms"] for t in judged)
+    print(f"\nextraction ms per turn: p50 {ms[len(ms) // 2]:.2f}, p95 {ms[int(len(ms) * 0.95)]:.2f}")
+    if show:
+        wrong = [t for t in judged if any(not m[3] for m in t["made"])]
+        missed = [t for t in judged if not all(t["found"])]
+        for title, rows in (("WRONG beliefs", wrong), ("MISSED labels", missed)):
+            print(f"\n--- {title}: {len(rows)} turns (first {min(show, len(rows))}) ---")
+            for t in rows[:show]:
+                print(f"[{t['set']} {t['id']}] {' '.join(t['text'].split())[:300]}")
+                print(f"    made {[(m[0], m[1]) for m in t['made']]}")
+                print(f"    gold {[(b['relation'], b['object']) for b in t['beliefs']]}  traps {t.get('traps', [])}")
+    overall = {"precision": made["all", "all"][0] / max(1, made["all", "all"][1]),
+               "coverage": covered["all", "all"][0] / max(1, covered["all", "all"][1])}
+    return {"overall": overall, "per_set": per_set, "calibration": calibration,
+            "by_language": {lang: {"precision": made[lang, "all"][0] / max(1, made[lang, "all"][1]),
+                                   "coverage": covered[lang, "all"][0] / max(1, covered[lang, "all"][1])}
+                            for lang in ("zh", "en")},
+            "wrong_ids": [t["id"] for t in judged if any(not m[3] for m in t["made"])],
+            "missed_ids": [t["id"] for t in judged if not all(t["found"])]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--show", type=int, default=15, help="failing turns printed per kind (0: none)")
+    parser.add_argument("--sets", default="", help="comma-separated: only these (cases, memdaily, …)")
+    parser.add_argument("--out", default="")
+    args = parser.parse_args()
+    turns = labelled(dev_data_root())
+    if args.sets:
+        turns = [t for t in turns if t["set"] in args.sets.split(",")]
+    figures = report(judge(turns, rules), args.show)
+    out = Path(args.out) if args.out else RESULTS / "beliefs_dev.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(figures, indent=1))
+    print(f"\nwrote {out}")
+
+
+if __name__ == "__main__":
+    main()
