@@ -203,7 +203,9 @@ def graph_input(found: JobInput) -> tuple[list[Fact], float]:
 
 
 def anchor_facts(mneme: Mneme, message: Message, facts: list[Fact]) -> list[Fact]:
-    """"那个定律" / "that red button" → the entity the session mentioned last (see memory.anchoring)."""
+    """"那个定律" / "that red button" → the entity the session mentioned last (see memory.anchoring); a fact
+    whose object points at nothing the session mentioned is not made ("我讨厌那个公式" with no formula in sight:
+    the user dislikes one formula, not formulas)."""
     if not facts or not any(anchoring.is_anaphoric(f.object) for f in facts):
         return facts
     try:
@@ -212,7 +214,13 @@ def anchor_facts(mneme: Mneme, message: Message, facts: list[Fact]) -> list[Fact
         window = []
     recent = [(m.message_id, m.content) for m in reversed(window)
               if m.message_id != message.message_id and m.client_ts <= message.client_ts]
-    return [f.model_copy(update={"object": anchoring.anchor(f.object, recent).name}) for f in facts]
+    out = []
+    for fact in facts:
+        if not anchoring.is_anaphoric(fact.object):
+            out.append(fact)
+        elif (anchored := anchoring.anchor(fact.object, recent)).anchored_to is not None:
+            out.append(fact.model_copy(update={"object": anchored.name}))
+    return out
 
 
 class Context(NamedTuple):

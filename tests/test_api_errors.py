@@ -134,11 +134,11 @@ def test_belief_objects_are_cleaned_like_every_text(stack, client, uid):
     empty = httpx.put(f"{stack.api_url}/v1/users/{user}/beliefs", json={"relation": "likes", "object": "\u202e\x00"})
     assert empty.status_code == 422 and "object" in empty.json()["message"], empty.text
     jobs = [client.remember(user_id=user, session_id=f"s{uid}", message_id=f"m{i}", role="user", content=text).job_id
-            for i, text in enumerate(["我讨厌<b>背公式</b>\u202e", "I want to learn <i>Python</i>\u2066"])]
+            for i, text in enumerate(["我讨厌背公式\u202e", "I want to learn <i>Python</i>\u2066"])]
     assert all(j.state == "done" for j in client.wait(jobs))
     held = {(b.relation, b.object) for b in client.profile(user).beliefs}
     assert held == {("likes", "&lt;script&gt;alert(1)&lt;/script&gt;数学 math"),
-                    ("dislikes", "&lt;b&gt;背公式&lt;/b&gt;"), ("goal", "learn &lt;i&gt;Python&lt;/i&gt;")}
+                    ("dislikes", "背公式"), ("goal", "learn &lt;i&gt;Python&lt;/i&gt;")}
 
 
 @pytest.mark.parametrize(("method", "path", "field"), [

@@ -11,14 +11,15 @@ import pytest
 
 from bench.load import corpus, queries
 from bench.longmem.generate import generate
-from memory.extraction import MASTERY, USER_RULES, extract
+from memory.claims import en, whole, zh
+from memory.extraction import USER_RULES, extract
 from memory.gates import Gates, fold, gate_of
 from memory.models import Message, Role
 from memory.text import clean
 from memory.vocabulary import load_vocabulary
 
-PATTERNS = ([rule.pattern for rule in USER_RULES] + [pattern for pattern, _ in MASTERY]
-            + [rule.pattern for rule in load_vocabulary().rules])
+PATTERNS = ([rule.pattern for rule in USER_RULES] + [rule.pattern for rule in zh.RULES + en.RULES]
+            + [pattern for pattern, _ in whole.MASTERY] + [rule.pattern for rule in load_vocabulary().rules])
 
 
 def _texts() -> list[str]:

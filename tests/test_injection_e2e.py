@@ -62,22 +62,23 @@ def longest_id(tag: str) -> str:
     return (f"{tag}{RUN}" + ":--.@_" * 30)[:128]
 
 
-# (message content, the (relation, object) facts it must become)
+# (message content, the (relation, object) facts it must become): the rules read a whole phrase (up to a clause
+# boundary, "(" or ":" among them) and make nothing of what is none ("我喜欢`]-(m)…": jieba reads no word there)
 MESSAGES: list[tuple[str, list[tuple[str, str]]]] = [
     ("I like x'}) DETACH DELETE n //", [("likes", "x'}) DETACH DELETE n //")]),
-    ("我喜欢`]-(m) DETACH DELETE m //", [("likes", "`]-(m) DETACH DELETE m //")]),
-    ("I like $param {source: 'human'}", [("likes", "$param {source: 'human'}")]),
-    ("My name is Bobby'--", [("name", "Bobby'--")]),  # the name rule takes a name that starts with a letter
-    ("I hate x'}) RETURN 1 UNION MATCH (n)", [("dislikes", "x'}) RETURN 1 UNION MATCH (n)")]),
-    ("我最喜欢'}) MATCH (n) SET n:Pwned //", [("likes", "'}) MATCH (n) SET n:Pwned //")]),
-    ("我讨厌 $user_id 和 $tenant", [("dislikes", "$user_id 和 $tenant")]),
-    ("I like 加速度' OR 1=1 -- \\' \\\\ end", [("likes", "加速度' OR 1=1 -- \\' \\\\ end")]),
-    # "." ends a claim: the object is what comes before it (the whole payload goes through PUT below)
-    ('I can\'t stand "}) CALL db.labels() //', [("dislikes", '"}) CALL db')]),
-    # newlines end a claim too: one claim per line, each a payload
+    ("我喜欢`]-(m) DETACH DELETE m //", []),
+    ("I like $param {source: 'human'}", [("likes", "$param {source")]),
+    ("My name is Bobby'--", [("name", "Bobby")]),  # a name is letters
+    ("I hate x'}) RETURN 1 UNION MATCH (n)", [("dislikes", "x'}) RETURN 1 UNION MATCH")]),
+    ("我最喜欢'}) MATCH (n) SET n:Pwned //", []),
+    ("我讨厌 $user_id 和 $tenant", []),
+    ("我喜欢加速度' OR 1=1 -- \\' \\\\ end", [("likes", "加速度")]),
+    ('I can\'t stand "}) CALL db.labels() //', [("dislikes", '"}) CALL db.labels')]),
+    # newlines end a claim: one claim per line, each a payload
     ("I like a'}) MATCH (n) DETACH DELETE n\nI hate b\"}) SET n.pwned = 1 //",
-     [("likes", "a'}) MATCH (n) DETACH DELETE n"), ("dislikes", 'b"}) SET n')]),
-    ("I want to c'}) DETACH DELETE n //\r\nMATCH (n) DETACH DELETE n //", [("goal", "c'}) DETACH DELETE n //")]),
+     [("likes", "a'}) MATCH"), ("dislikes", 'b"}) SET n.pwned = 1 //')]),
+    ("I want to learn c'}) DETACH DELETE n //\r\nMATCH (n) DETACH DELETE n //",
+     [("goal", "learn c'}) DETACH DELETE n //")]),
 ]
 
 # objects for PUT /v1/users/{user_id}/beliefs: no extraction, stored cleaned (see STORED_AS)
@@ -350,9 +351,9 @@ def test_put_beliefs_stores_payload_objects_cleaned_and_ids_verbatim(world, user
 def test_review_resolution_keeps_payload_claims_as_stored(world):
     user, operator = hostile_id("rev"), hostile_id("resolver")
     # (the claim, its opposite, the object both become, the relation a human keeps)
-    pairs = [("I like '}) MATCH (n) DETACH DELETE n", "I can't stand '}) MATCH (n) DETACH DELETE n",
-              "'}) MATCH (n) DETACH DELETE n", "dislikes"),
-             ("我喜欢`]-(n) SET n:Pwned $x //", "我讨厌`]-(n) SET n:Pwned $x //", "`]-(n) SET n:Pwned $x //", "likes"),
+    pairs = [("I like x'}) DETACH DELETE n //", "I can't stand x'}) DETACH DELETE n //",
+              "x'}) DETACH DELETE n //", "dislikes"),
+             ("I like `]-(n) SET n:Pwned $x //", "I can't stand `]-(n) SET n:Pwned $x //", "`]-", "likes"),
              # read back from Redis and written again by the resolution: still escaped once
              ("I like R&D <lab> '})//", "I can't stand R&D <lab> '})//", "R&amp;D &lt;lab&gt; '})//", "likes")]
     session, device = hostile_id("rev-s"), hostile_id("rev-d")
@@ -483,8 +484,8 @@ def test_payload_recall_queries_find_nothing_and_change_nothing(world, payload):
 
 @pytest.mark.parametrize(("content", "expected"), [
     ("I like R&D", "R&amp;D"),
-    ("我喜欢`]->() MATCH (n) DETACH DELETE n //", "`]-&gt;() MATCH (n) DETACH DELETE"),  # 30 characters kept
-    # 30 characters (the most a rule keeps), 130 once escaped: the stored form outgrows the 100 allowed as sent
+    ("I like `]->() MATCH (n) DETACH DELETE n //", "`]-&gt;"),  # "(" ends the phrase
+    # 30 characters, 130 once escaped: the stored form outgrows the 100 allowed as sent
     ("I like " + "<&>" * 10, "&lt;&amp;&gt;" * 10),
 ], ids=["ampersand", "arrow", "all-special"])
 def test_objects_with_html_special_characters_are_stored_escaped_once(world, content, expected):
@@ -495,4 +496,4 @@ def test_objects_with_html_special_characters_are_stored_escaped_once(world, con
     check_graph(world)  # whatever the object became, the graph is intact: this is not an injection
     assert [(b["relation"], b["object"]) for b in profile(world, user)] == [("likes", expected)]
     # escaped once: rendered (or unescaped) it reads exactly as the user wrote it
-    assert html.unescape(expected) == content.removeprefix("I like ").removeprefix("我喜欢")[:30]
+    assert content.removeprefix("I like ").startswith(html.unescape(expected))

@@ -11,6 +11,7 @@ from mneme_client import MnemeClient
 
 from bench.load import embedded_texts
 from memory import ids
+from memory.claims.rule import CONFIDENCE
 from memory.mneme import WARM_UP_TEXTS
 from memory.models import Role
 from memory.state import keys
@@ -137,7 +138,7 @@ def test_duplicate_post_is_not_processed_twice(client, uid, runtime):
                             content="I don't understand torque")
     assert again.duplicate and again.job_id == first.job_id
     [fact] = runtime.semantic.profile("default", f"u{uid}")
-    assert len(fact.event_ids) == 1 and fact.stored_confidence == pytest.approx(0.7)
+    assert len(fact.event_ids) == 1 and fact.stored_confidence == pytest.approx(CONFIDENCE["obstacle"])
 
 
 def test_an_accepted_message_whose_enqueue_was_lost_is_redriven(uid, runtime, celery, client):

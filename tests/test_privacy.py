@@ -12,6 +12,7 @@ from mneme_client import MnemeClient
 import beat_schedule
 from memory import ids
 from memory.archive import decode, user_prefix
+from memory.claims.rule import CONFIDENCE
 from memory.mneme import Mneme
 from memory.settings import Settings
 from memory.state import keys
@@ -210,7 +211,8 @@ def test_deleting_a_type_re_scores_the_beliefs_its_messages_stood_for_and_says_s
     say(api, user, [("user", "I like chemistry"), ("user", "I don't like chemistry"), ("user", "I love chemistry")])
     beliefs = {(b.relation, b.object): b for b in api.profile(user).beliefs}
     likes, dislikes = beliefs[("likes", "chemistry")], beliefs[("dislikes", "chemistry")]
-    assert likes.stored_confidence == pytest.approx(0.3 * 0.35 + 0.7 * 0.7)  # m2's counter-evidence halved m1's
+    like = CONFIDENCE["likes"]
+    assert likes.stored_confidence == pytest.approx(0.3 * like / 2 + 0.7 * like)  # m2's counter-evidence halved m1's
     r = httpx.delete(f"{pstack.api_url}/v1/users/{user}/events", params={"event_type": "dislike"})
     assert r.status_code == 200
     assert r.json() == {"event_type": "dislike", "session_id": None, "purposes": [], "deleted_events": 1,
@@ -218,7 +220,7 @@ def test_deleting_a_type_re_scores_the_beliefs_its_messages_stood_for_and_says_s
                         "beliefs_rescored": [likes.rel_id], "beliefs_restored": []}
     after = {(b.relation, b.object): b for b in api.profile(user).beliefs}
     assert ("dislikes", "chemistry") not in after  # only the deleted message said it
-    assert after[("likes", "chemistry")].confidence == pytest.approx(0.7, abs=0.01)  # as if m2 was never said
+    assert after[("likes", "chemistry")].confidence == pytest.approx(like, abs=0.01)  # as if m2 was never said
     assert "deleted with the dislike events" in after[("likes", "chemistry")].why
     assert "dislike" not in {h.event_type for h in api.recall(user_id=user, query="chemistry", k=5).events}
 
@@ -294,7 +296,7 @@ def test_feedback_moves_weights_and_feeds_the_interference_rate(pstack, prt, api
                                                      "query": "怎么学物理"}).raise_for_status()
     rel = profile(pstack, user)[0]["rel_id"]
     httpx.post(f"{pstack.api_url}/v1/feedback", json={"user_id": user, "rel_id": rel, "useful": False})
-    assert profile(pstack, user)[0]["confidence"] == pytest.approx(0.35, abs=0.01)
+    assert profile(pstack, user)[0]["confidence"] == pytest.approx(CONFIDENCE["likes"] / 2, abs=0.01)
     after = httpx.get(f"{pstack.api_url}/v1/metrics/product").json()
     assert after["feedback"] == before["feedback"] + 3
     not_useful = (before["memory_interference_rate"] or 0) * before["feedback"] + 2

@@ -11,8 +11,9 @@ The graph store does the atomic arithmetic; this service decides what a piece of
   not drag it down;
 - a single-valued relation (age, name, grade, school) has one active value. A new value from the same
   device (or with no device) is an update: the old value is ``superseded``, kept with its evidence. A new
-  value that may not displace the one held — a human's, or another device's — is kept ``in_review`` and a
-  review is opened; the value held stays the only active one until a human chooses;
+  value that may not displace the one held — a human's, another device's, or one less sure than the value held
+  and below ``SURE`` (an LLM's guess against a stated age) — is kept ``in_review`` and a review is opened; the
+  value held stays the only active one until a human chooses;
 - a claim and its opposite on the same concept (likes ↔ dislikes, mastery ↔ learning_obstacle): the
   older one gets counter-evidence; for preferences both are kept and a review is opened;
 - a human's correction or deletion wins over later rule and LLM evidence;
@@ -61,6 +62,7 @@ from memory.state.reviews import Claim, Review, Reviews
 from memory.vocabulary import Vocabulary, decayed
 
 HUMAN_CONFIRMED = 0.95
+SURE = 0.85  # a single-valued claim at least this sure replaces the value held (``_less_sure``)
 RETRACTED = "retract:"  # the evidence id prefix of a message taken back
 CLAIMS = (FactSource.rule, FactSource.llm, FactSource.human)
 
@@ -178,7 +180,8 @@ class SemanticMemory:
         others = [r for r in known if r.rel_id != rel_id and r.status in (Status.active, Status.in_review)]
         devices = self._devices([r.rel_id for r in others])
         replaced = [r for r in others
-                    if r.source is not FactSource.human and not _elsewhere(fact, devices.get(r.rel_id, set()))]
+                    if r.source is not FactSource.human and not _elsewhere(fact, devices.get(r.rel_id, set()))
+                    and not _less_sure(fact, r)]
         standing = [r for r in others if r.status is Status.active and r not in replaced]
         changes = [self._supersede(r, evidence, f"replaced by {fact.object} "
                                                 f"(said later{_same_device(fact, devices.get(r.rel_id, set()))})")
@@ -189,7 +192,10 @@ class SemanticMemory:
             held = evidence.model_copy(update={"note": f"replaced {note}" if note else ""})
             return changes + [self.store.merge(key, held, mode, Status.active)]
         human = [r for r in standing if r.source is FactSource.human]
+        surer = [r for r in standing if _less_sure(fact, r)]
         because = (f"disagrees with the human value {human[0].object}" if human
+                   else f"less sure ({fact.confidence:.2f}) than the value held, " + ", ".join(
+                       f"{r.object} ({r.confidence:.2f})" for r in surer) if surer
                    else "another device says " + ", ".join(r.object for r in standing))
         held = evidence.model_copy(update={"note": f"held for review: {because}"})
         changes.append(self.store.merge(key, held, mode, Status.in_review))
@@ -197,8 +203,8 @@ class SemanticMemory:
         changes += [self._counter(r.rel_id, evidence, f"the {fact.source.value} claim {fact.object} is under review")
                     for r in human]
         if mine is None or mine.status is not Status.in_review:  # said again while under review: one review
-            self._review("human_correction" if human else "cross_device", [rel_id] + [r.rel_id for r in standing],
-                         evidence, fact)
+            kind = "human_correction" if human else "less_sure" if surer else "cross_device"
+            self._review(kind, [rel_id] + [r.rel_id for r in standing], evidence, fact)
         return changes
 
     def _supersede(self, rel: StoredRelation, evidence: Evidence, because: str) -> Change | None:
@@ -496,6 +502,13 @@ class SemanticMemory:
             if tick:
                 tick(report.scanned, max(total, report.scanned))
         return report
+
+
+def _less_sure(fact: Fact, held: StoredRelation) -> bool:
+    """A new value of a single-valued relation does not replace one held with more confidence than it has, when
+    it is itself below ``SURE``: a guess (an LLM's, a weak rule's) does not take over a stated fact; it waits for
+    review beside it."""
+    return fact.confidence < SURE and fact.confidence < held.confidence
 
 
 def _elsewhere(fact: Fact, devices: set[str]) -> bool:

@@ -32,7 +32,7 @@ class Review(BaseModel):
     review_id: str
     tenant: str
     user_id: str
-    kind: str  # "contradiction" | "cross_device" | "human_correction"
+    kind: str  # "contradiction" | "cross_device" | "human_correction" | "less_sure"
     claims: list[Claim]
     evidence_id: str
     created_at: float

@@ -305,7 +305,7 @@ class Review(Wire):
     review_id: str
     tenant: str
     user_id: str
-    kind: str  # "contradiction" | "cross_device" | "human_correction"
+    kind: str  # "contradiction" | "cross_device" | "human_correction" | "less_sure"
     claims: list[Claim]
     evidence_id: str
     created_at: float

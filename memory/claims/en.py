@@ -1,0 +1,201 @@
+"""English: the rules of what a user says of themselves, and how an object is read — the phrase after the verb
+up to the first clause boundary (that, because, when, but, a dash, …), without leading articles or
+possessives or trailing time words, never a pronoun and never cut at a length."""
+
+from __future__ import annotations
+
+import re
+
+from memory.anchoring import is_anaphoric
+from memory.claims.rule import Read, Rule
+from memory.models import EventType
+
+MAX_WORDS = 6  # longer is a clause, not a phrase: no belief rather than a cut one
+
+#: what may stand before the speaker at a clause's start ("Honestly, I…")
+LEAD = (r"(?:(?:well|oh|so|and|but|also|actually|honestly|anyway|btw|by the way|frankly|personally|yeah|yes|"
+        r"no|ok|okay|hi|hey|hello|to be honest|as for me|for me|in fact|plus|though)\s*[,!]?\s+)*")
+_ADV = (r"(?:(?:really|truly|also|just|do|absolutely|totally|genuinely|definitely|especially|still|always|actually|"
+        r"kind of|kinda|sort of|quite|pretty much|very much|much|generally|usually|tend to|seriously|deeply)\s+)*")
+KIN = ("mom|mother|mum|dad|father|parents|brother|sister|brothers|sisters|siblings|son|daughter|sons|daughters|kids|"
+       "children|child|wife|husband|grandma|grandmother|grandpa|grandfather|grandparents|aunt|uncle|cousin|niece|"
+       "nephew|twins|grandson|granddaughter|grandkids|grandchildren|stepson|stepdaughter|stepmom|stepdad|"
+       "in-laws|missus|fiancé|fiancée|fiance|fiancee")
+_OCCUPATION = re.compile(
+    r"\b(?:teacher|nurse|doctor|engineer|developer|programmer|designer|lawyer|attorney|accountant|chef|cook|barista|"
+    r"student|researcher|scientist|professor|manager|consultant|analyst|writer|author|editor|journalist|photographer|"
+    r"artist|musician|driver|pilot|mechanic|electrician|plumber|carpenter|farmer|librarian|pharmacist|dentist|"
+    r"therapist|physician|surgeon|resident|intern|paramedic|firefighter|officer|soldier|veteran|clerk|cashier|"
+    r"salesperson|realtor|real estate agent|architect|entrepreneur|founder|co-founder|freelancer|contractor|"
+    r"technician|coach|tutor|instructor|lecturer|principal|nanny|caregiver|stay-at-home (?:dad|mom|mum|parent)|"
+    r"housewife|homemaker|retiree|vet|veterinarian|biologist|chemist|physicist|economist|historian|archaeologist|"
+    r"geologist|ecologist|specialist|coordinator|administrator|assistant|secretary|receptionist|waiter|waitress|"
+    r"bartender|baker|butcher|tailor|hairdresser|stylist|translator|interpreter|flight attendant|guard|planner|"
+    r"marketer|recruiter|supervisor|director|executive|ceo|cto|cfo|banker|trader|broker|auditor|counselor|"
+    r"psychologist|psychiatrist|social worker|youtuber|streamer|blogger|influencer|animator|illustrator|filmmaker|"
+    r"producer|actor|actress|dancer|singer|athlete|trainer|dietitian|nutritionist|midwife|paralegal|judge|"
+    r"detective|courier|welder|machinist|postdoc|sociologist|mathematician|statistician|curator|conservator|"
+    r"surveyor|inspector|dispatcher|operator)s?$", re.I)
+_NOT_OCCUPATION = re.compile(r"^(?:fan|big fan|huge fan|beginner|newbie|bit|little|lot|person|guy|girl|former|ex|"
+                             r"retired|aspiring|wannabe|future|morning person|night owl|type|kind|sucker|believer|"
+                             r"lover|member|user|customer|client|buyer|owner of)\b", re.I)
+_EMOTION = ("tired|exhausted|stressed|stressed out|anxious|nervous|happy|sad|upset|frustrated|overwhelmed|lonely|"
+            "bored|excited|worried|scared|afraid|angry|depressed|down|burned out|burnt out|calm|relieved|confused|"
+            "homesick|heartbroken|hopeful|grateful|thrilled|miserable")
+_GOAL_VERBS = (r"learn|become|get better at|improve|pass|run|finish|complete|build|start|launch|write|publish|lose|"
+               r"gain|save|buy|travel|visit|master|open|adopt|move to|get into|get a|find a|quit|earn|reach|"
+               r"switch to|transition into|retire|train for|qualify for|apply to")
+_BOUNDARY = re.compile(
+    r"\s+(?:that|which|who|whom|whose|because|since|when|whenever|while|but|so|as|if|although|though|until|"
+    r"unless|whereas|where|before|after|than|or|cause|cuz|like|especially|except|instead|due to|rather|"
+    r"for (?:a|an|my|the|me|our|their|its)|with no|without|in my|at home|to keep|to help|to make|within|"
+    r"by (?:the end|next|then)|in the (?:next|coming)|someday|one day|eventually|soon)\b.*$|"
+    r"\s*[;:(—–]\s*.*$|\s+-\s.*$", re.I)
+_TRAILING = re.compile(
+    r"(?:\s+(?:a lot|so much|very much|too|as well|anymore|these days|lately|right now|now|today|at all|"
+    r"a bunch|more|most|best|in general|overall|honestly|though|either|this (?:week|month|year)|"
+    r"every (?:day|week)|all the time|sometimes|for (?:me|now)))+$", re.I)
+_LEADING = re.compile(r"^(?:the|a|an|my|our|some|any|all|both|certain|really|very|most|more)\s+", re.I)
+DEIXIS = re.compile(
+    r"^(?:it|its|it's|this|that|these|those|them|him|her|his|hers|you|your|yours|yourself|what|which|how|"
+    r"something|anything|everything|nothing|one|ones|here|there|he|she|they|their|we|us|me|myself|mine|"
+    r"to|hear|hearing|when|where|who|whoever|whatever|doing|being|having|so|such|same|other|others|lots|"
+    r"about|with|for|of|in|on|at|by|from|into|over|and|or|but|not|no|more|most|much|many|each|every|"
+    r"idea|ideas|suggestion|suggestions|plan|option|options|approach|way|thing|things|stuff)\b", re.I)
+#: an object ending so is about the conversation, not the user: "the wildlife idea", "learning more about it"
+_HEAD = re.compile(r"\b(?:idea|ideas|suggestion|suggestions|recommendation|recommendations|tip|tips|point|"
+                   r"points|option|options|list|answer|answers|explanation|question|it|that|this|them|those|"
+                   r"one|ones|you|yours|stuff|thing|things)$", re.I)
+
+
+def _phrase(text: str) -> str:
+    """The whole phrase at the start of ``text``, or "" when there is none a belief can hold."""
+    pieces = _BOUNDARY.sub("", text.strip()).split(",")
+    found = pieces[0]
+    for piece in pieces[1:]:  # "small, boutique hotels": a list of modifiers, not the clause's end
+        if len(found.split()) > 1 or not piece.strip() or re.match(r"\s*(?:and|but|or|i|so|which)\b", piece, re.I):
+            break
+        found += "," + piece
+    found = _TRAILING.sub("", re.sub(r"[.!?…。]+$", "", found).strip()).strip()
+    while (shorter := _LEADING.sub("", found)) != found:
+        found = shorter
+    if not found or _HEAD.search(found) or len(found.split()) > MAX_WORDS:
+        return ""
+    if DEIXIS.match(found) and not (is_anaphoric(found) and len(found.split()) > 1):
+        return ""  # "that red button" names a kind: anchored downstream (``memory.anchoring``) or not made
+    return found
+
+
+# --- readers of a rule's group ---------------------------------------------------------------------------------
+
+def phrase(text: str) -> list[str]:
+    found = _phrase(text)
+    return [found] if found else []
+
+
+def phrases(text: str) -> list[str]:
+    """"X and Y", "X, Y or Z": one object each (every part a phrase, or the whole as one)."""
+    whole = _phrase(text)
+    if not whole:
+        return []
+    listed = r",?\s+(?:and|or|and also)\s+|,\s+" if re.search(r"\s(?:and|or)\s", whole) else r",?\s+(?:and|or)\s+"
+    parts = [_phrase(p) for p in re.split(listed, whole)]
+    return parts if all(parts) else [whole]
+
+
+def word(text: str) -> list[str]:
+    return [text.strip()] if text.strip() else []
+
+
+def age(text: str) -> list[str]:
+    text = text.strip()
+    return [str(int(text))] if text.isdigit() and 1 <= int(text) <= 120 else []
+
+
+def occupation(text: str) -> list[str]:
+    """An occupation by name ("a nurse at a children's hospital": the nurse)."""
+    found = _phrase(re.sub(r"\s+(?:at|in|for|with|from|on)\s.*$", "", text))
+    return [found] if found and _OCCUPATION.search(found) and not _NOT_OCCUPATION.match(found) else []
+
+
+def _rules() -> list[Rule]:
+    i = rf"^{LEAD}i"
+    im = rf"^{LEAD}i(?:'m|’m| am)"
+
+    def rule(family: str, relation: str, kind: EventType, pattern: str, read: Read, case: int = re.I) -> Rule:
+        return Rule(family, relation, kind, re.compile(pattern, case), read)
+
+    identity, likes, dislike = EventType.identity, EventType.preference, EventType.dislike
+    return [
+        rule("age", "age", EventType.age_declaration,
+             rf"{im}\s+(\d{{1,3}})(?:\s*(?:years?\s*old|yrs?\s*old|y/?o))?\.?(?=$|\s+and\b)", age),
+        rule("age", "age", EventType.age_declaration, rf"{i} (?:just )?turned (\d{{1,3}})\b", age),
+        rule("age", "age", EventType.age_declaration, rf"^{LEAD}my age is (\d{{1,3}})\b", age),
+        rule("age", "age", EventType.age_declaration, rf"{im} an? (\d{{1,3}})[- ]years?[- ]old\b", age),
+        rule("name", "name", identity, rf"(?i:^{LEAD}(?:my name is|my name's|call me|you can call me|i'm called|"
+             r"i am called))\s+([A-Z][a-z'’-]+(?: [A-Z][a-z'’-]+){0,2})\b", word, 0),
+        rule("location", "location", identity, rf"(?i:^{LEAD}(?:i (?:live|currently live|now live|grew up|"
+             r"was born and raised|was born) in|i(?:'m|’m| am) (?:from|based in|living in)|i(?:'ve|’ve| have) lived in|"
+             r"my home ?town is|home is))\s+((?:the )?[A-Z][\w'’.-]*(?:,? [A-Z][\w'’.-]*){0,3})", word, 0),
+        rule("occupation", "occupation", identity, rf"{i} work (?:as|in|at|for) (.+)$", phrase),
+        rule("occupation", "occupation", identity, rf"{im} (?:an? |the )(.+)$", occupation),
+        rule("occupation", "occupation", identity, rf"{i}(?:'m|’m| am)? (?:work(?:ing)?|start(?:ing)?"
+             rf"(?: my first year| out)?|employed|serv(?:e|ing)) as (?:an? )?(.+)$", occupation),
+        rule("occupation", "occupation", identity, rf"^{LEAD}as an? ([\w\s'’-]{{2,30}})$", occupation),
+        rule("occupation", "occupation", identity,
+             rf"^{LEAD}my (?:job|occupation|profession|day job) is (?:an? )?(.+)$", phrase),
+        rule("grade", "grade", identity, rf"{im} in (?:the )?(\d{{1,2}}(?:st|nd|rd|th)? grade|year \d{{1,2}})\b", word),
+        rule("grade", "grade", identity, rf"{im} an? (freshman|sophomore|junior|senior)\b", word),
+        rule("school", "school", identity, rf"(?i:^{LEAD}i (?:go to|study at|attend))\s+"
+             r"([A-Z][\w' -]{2,40}(?:School|College|University))", word, 0),
+        rule("family", "family", identity, rf"(?:^|[^\w'’])my ({KIN})\b", word),
+        rule("family", "family", identity, rf"{i} have (?:a|an|one|two|three|four|\d) "
+             rf"(?:little |older |younger |big |baby |twin |teenage )?({KIN})\b", word),
+        rule("favourite", "likes", likes, rf"^{LEAD}my (?:all-time |absolute |very )?(?:favou?rite|fave)\s+"
+             r"[\w\s-]{1,20}?\s+(?:is|are|has to be|would be)\s+(.+)$", phrase),
+        rule("dislikes", "dislikes", dislike, rf"{i} {_ADV}(?:(?:don't|do not|dont|don’t) (?:really |particularly |"
+             r"much )?(?:like|love|enjoy|care for)|can't stand|cannot stand|can’t stand|hate|dislike|detest|loathe|"
+             r"despise)\s+(.+)$", phrases),
+        rule("dislikes", "dislikes", dislike, rf"{im} (?:not|never been) (?:a |really a |much of a |the biggest )?"
+             r"fan of (.+)$", phrases),
+        rule("dislikes", "dislikes", dislike, rf"{i} {_ADV}(?:avoid|have (?:a |an )?(?:strong |firm |real |deep |"
+             r"ethical |huge )?(?:aversion|dislike|objection) (?:to|for|towards)|have (?:no|zero|little) interest in)"
+             r"\s+(.+)$", phrases),
+        rule("dislikes", "dislikes", dislike, rf"{im} (?:not|never) (?:too |very |really |that |particularly |so )?"
+             r"(?:keen on|into|fond of)\s+(.+)$", phrases),
+        rule("dislikes", "dislikes", dislike, rf"^{LEAD}(?:the )?(?:other )?(?:options? (?:involving|with|that "
+             r"(?:include|involve)) )?(.+?)(?: options?| ones?| choices?)? (?:doesn't|don't|does not|do not|doesn’t|"
+             r"don’t) (?:really |quite |particularly |seem |seem to )*(?:appeal to me|work for me|agree with me|"
+             r"suit me|(?:very |that |too |particularly )?appealing(?: to me)?|fit (?:me|my [\w\s]{1,20})|"
+             r"align with (?:my|our) values)$", phrases),
+        rule("likes", "likes", likes, rf"{i} {_ADV}(?:like|love|enjoy|adore|prefer|lean towards|gravitate towards|"
+             r"have (?:a |an )?(?:strong |clear |real )?(?:preference|soft spot|passion|love) for)\s+(.+)$", phrases),
+        rule("likes", "likes", likes, rf"{im} {_ADV}(?:a (?:big |huge )?fan of|into|passionate about|obsessed with|"
+             r"fond of|(?:particularly |very |really )?(?:interested in|intrigued by|drawn to))\s+(.+)$", phrases),
+        rule("subject", "subject_preference", likes,
+             rf"^{LEAD}(.+?) (?:is|are) (?:\w+ )?my (?:favou?rite|best) (?:subject|class|course)s?\b", phrase),
+        rule("obstacle", "learning_obstacle", EventType.concept_confusion,
+             rf"^{LEAD}(.+?) (?:is|are) (?:\w+ )?my (?:worst|weakest|hardest) (?:subject|class|course)s?\b", phrase),
+        rule("obstacle", "learning_obstacle", EventType.concept_confusion, rf"{i} (?:really |still |always )?"
+             r"(?:struggle|am struggling|'m struggling|have trouble|have a hard time) (?:with )?(.+)$", phrase),
+        rule("mastery", "mastery", EventType.statement, rf"{i}(?:'ve|’ve| have)? (?:already |finally )?"
+             r"(?:mastered|got the hang of|know how to use)\s+(.+)$", phrase),
+        rule("mastery", "mastery", EventType.statement, rf"{im} (?:already |pretty |quite |very |really )?"
+             r"(?:comfortable|confident|fluent) (?:with|in)\s+(.+)$", phrase),
+        rule("goal", "goal", EventType.goal, rf"^{LEAD}my (?:main |big |biggest |ultimate |long-term |real |personal )?"
+             r"(?:goal|dream|aim)s?(?: for [\w\s]{1,20})?(?: (?:is|are)|:) (?:to )?"
+             r"(?!unclear|not\b|simple|easy|hard|clear|different|the same|changing|ambitious)(.+)$", phrase),
+        rule("goal", "goal", EventType.goal, rf"{i}(?:'m|’m| am)? {_ADV}(?:want|hope|plan|planning|aim|aiming|intend|"
+             rf"trying|try|hoping|determined|working|dream|dreaming) (?:to|of|towards|toward) "
+             rf"((?:{_GOAL_VERBS})\b.*)$", phrase),
+        rule("emotion", "emotion_state", EventType.emotion, rf"^{LEAD}i(?:'m|’m| am| feel| am feeling|'m feeling|"
+             r"’m feeling) (?:so |very |really |a bit |a little |kind of |pretty |quite |super |totally |just |"
+             rf"honestly |incredibly |extremely )*({_EMOTION})(?:\s+(?:today|right now|now|lately|these days|"
+             r"about\b.*|with\b.*|because\b.*))?$", word),
+        rule("product", "product_owned", EventType.statement, rf"{i} (?:drive|ride) (?:a|an|the|my) (.+)$", phrase),
+        rule("product", "product_owned", EventType.statement, rf"{i} (?:just |recently )?(?:bought|purchased|own|"
+             r"got myself) (?:a |an |the |my |two |some )(?:new )?(.+)$", phrase),
+    ]
+
+
+RULES = _rules()
