@@ -8,8 +8,11 @@ PY     := $(VENV)/bin/python
 RUN    := $(VENV)/.run-installed
 DEV    := $(VENV)/.dev-installed
 EXTRAS := dev,torch,train,weaviate,neo4j,s3,elasticsearch,mcp
+# llama-cpp-python ships only its sdist: built once (~7 min on 2 cores) into this folder, outside the clone, and
+# found there by every later install, so `make test` on a fresh clone of the same machine does not rebuild it
+WHEELS ?= $(HOME)/.cache/mneme-wheels
 
-.PHONY: install install-dev run demo test test-fast test-stack bench bench-recall clean
+.PHONY: install install-dev run demo test test-fast test-stack bench bench-beliefs bench-recall clean
 
 $(RUN): pyproject.toml clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +23,8 @@ $(RUN): pyproject.toml clients/python/pyproject.toml
 $(DEV): $(RUN) clients/typescript/package-lock.json web/memory-page/package-lock.json
 	# torch 2.13.0 is the local CPU build (pip's find-links); a looser spec would pull a CUDA build
 	$(PY) -m pip install "torch==2.13.0"
-	$(PY) -m pip install -e "./clients/python[langchain]" -e ".[$(EXTRAS)]"
+	$(PY) -m pip wheel --no-deps --wheel-dir $(WHEELS) --find-links $(WHEELS) "llama-cpp-python==0.3.36"
+	$(PY) -m pip install --find-links $(WHEELS) -e "./clients/python[langchain]" -e ".[$(EXTRAS)]"
 	npm ci --prefix clients/typescript --no-audit --no-fund
 	npm ci --prefix web/memory-page --no-audit --no-fund
 	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
@@ -57,6 +61,9 @@ clean:
 
 bench: install-dev
 	$(PY) -m bench.bench
+
+bench-beliefs: install-dev
+	$(PY) -m bench.beliefs_dev
 
 bench-recall: install-dev
 	$(PY) -m bench.recall

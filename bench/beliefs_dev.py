@@ -17,6 +17,7 @@ import argparse
 import html
 import json
 import re
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -25,8 +26,11 @@ from pathlib import Path
 from bench.belief_turns import LANG, by_id
 from bench.devsets import dev_data_root
 from memory.anchoring import anchor, is_anaphoric
+from memory.claims import find
+from memory.claims.rule import CONFIDENCE
 from memory.extraction import extract
-from memory.models import Fact, Message, Role
+from memory.models import Fact, FactSource, Message, Role
+from memory.vocabulary import load_vocabulary
 
 HERE = Path(__file__).resolve().parent
 LABELS = HERE / "beliefs" / "labels"
@@ -114,8 +118,69 @@ def judge(turns: Iterable[dict], extractor: Extractor) -> list[dict]:
         ms = 1000 * (time.perf_counter() - started)
         made = [(f.relation, f.object, f.confidence, any(matches(f, b) for b in turn["beliefs"])) for f in facts]
         found = [any(matches(f, b) for f in facts) for b in turn["beliefs"]]
-        out.append(turn | {"made": made, "found": found, "ms": ms})
+        out.append(turn | {"made": made, "found": found, "ms": ms, "families": families(turn["text"], facts)})
     return out
+
+
+def families(text: str, facts: list[Fact]) -> list[str]:
+    """The rule family (``memory.claims``) each fact came from; ``llm`` for the model's."""
+    by = {(c.relation, c.object.casefold()): c.family for c in find(text, load_vocabulary())}
+    return ["llm" if f.source is FactSource.llm
+            else by.get((f.relation, html.unescape(f.object).casefold()), "anchored") for f in facts]
+
+
+def calibration_by_family(judged: list[dict]) -> dict[str, dict[str, float]]:
+    """Each family's beliefs made and right, and the confidence that measure gives it: (right + 1) / (made + 2)."""
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for t in judged:
+        for (_, _, _, ok), family in zip(t["made"], t["families"], strict=True):
+            counts[family][0] += ok
+            counts[family][1] += 1
+    return {family: {"right": right, "made": made, "confidence": round((right + 1) / (made + 2), 2)}
+            for family, (right, made) in sorted(counts.items())}
+
+
+def with_llm(turns: list[dict], show: int) -> dict:
+    """The pipeline's extraction with the LLM stage on: the rules, then the stage where the pipeline calls it
+    (``pipeline.needs_llm``: a message they could not type or a claim less sure than ``llm_check_below``), the
+    result anchored; the stage's cost per call (ms, tokens) added to the figures."""
+    import redis
+
+    from memory.llm import LLMExtractor
+    from memory.settings import Settings
+    from memory.state.llm_usage import LLMUsage
+    from tests.llama_server import MODEL, LlamaServer
+    from workers.local.stack import Stack, free_port
+
+    spent: list[tuple[float, int, str]] = []
+    with tempfile.TemporaryDirectory(prefix="mneme-beliefs-") as tmp, LlamaServer() as server:
+        only = Stack(Path(tmp), api_port=free_port(), flower_port=free_port(), env={"MNEME_REDIS_URL": ""})
+        only.start_redis()
+        client = redis.Redis.from_url(only.env["MNEME_REDIS_URL"], decode_responses=True)
+        settings = Settings(llm_base_url=server.base_url, llm_model=MODEL, llm_response_format="llama_cpp",
+                            llm_timeout_s=120, llm_daily_token_budget=10**9)
+        try:
+            with LLMExtractor(settings, LLMUsage(client)) as llm:
+                def staged(message: Message, before: str) -> list[Fact]:
+                    found = extract(message)
+                    if all(e.event_type.value == "statement" for e in found.events) or any(
+                            f.confidence < settings.llm_check_below for f in found.facts):
+                        started = time.perf_counter()
+                        found, outcome = llm.extract(message, found)
+                        spent.append((1000 * (time.perf_counter() - started), outcome.tokens, outcome.reason))
+                    return anchored(found.facts, before)
+
+                figures = report(judge(turns, staged), show)
+        finally:
+            client.close()
+            only.stop()
+    ms = sorted(s[0] for s in spent)
+    cost = {"calls": len(spent), "turns": len(turns), "ms_p50": ms[len(ms) // 2] if ms else None,
+            "tokens_per_call": sum(s[1] for s in spent) / max(1, len(spent)),
+            "outcomes": {r: sum(s[2] == r for s in spent) for r in {s[2] for s in spent}}}
+    print(f"\nLLM stage: {cost['calls']} calls for {len(turns)} turns, p50 {cost['ms_p50'] or 0:,.0f} ms, "
+          f"{cost['tokens_per_call']:,.0f} tokens a call, outcomes {cost['outcomes']}")
+    return figures | {"llm_cost": cost}
 
 
 def _pct(hits: int, n: int) -> str:
@@ -161,6 +226,12 @@ def report(judged: list[dict], show: int) -> dict:
         if inside:
             calibration.append({"from": lo, "to": hi, "n": len(inside), "correct": sum(inside) / len(inside)})
             print(f"  [{lo:.2f}, {min(hi, 1.0):.2f})  {_pct(sum(inside), len(inside))}")
+    by_family = calibration_by_family(judged)
+    print("\nby rule family (made, right, the confidence it measures: (right + 1) / (made + 2); "
+          "memory/claims/rule.py):")
+    for family, c in by_family.items():
+        print(f"  {family:12} {_pct(int(c['right']), int(c['made'])):>18}  → {c['confidence']:.2f}"
+              f"  (now {CONFIDENCE.get(family, float('nan')):.2f})")
     ms = sorted(t["ms"] for t in judged)
     print(f"\nextraction ms per turn: p50 {ms[len(ms) // 2]:.2f}, p95 {ms[int(len(ms) * 0.95)]:.2f}")
     if show:
@@ -174,7 +245,7 @@ def report(judged: list[dict], show: int) -> dict:
                 print(f"    gold {[(b['relation'], b['object']) for b in t['beliefs']]}  traps {t.get('traps', [])}")
     overall = {"precision": made["all", "all"][0] / max(1, made["all", "all"][1]),
                "coverage": covered["all", "all"][0] / max(1, covered["all", "all"][1])}
-    return {"overall": overall, "per_set": per_set, "calibration": calibration,
+    return {"overall": overall, "per_set": per_set, "calibration": calibration, "by_family": by_family,
             "by_language": {lang: {"precision": made[lang, "all"][0] / max(1, made[lang, "all"][1]),
                                    "coverage": covered[lang, "all"][0] / max(1, covered[lang, "all"][1])}
                             for lang in ("zh", "en")},
@@ -186,13 +257,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--show", type=int, default=15, help="failing turns printed per kind (0: none)")
     parser.add_argument("--sets", default="", help="comma-separated: only these (cases, memdaily, …)")
+    parser.add_argument("--llm", action="store_true", help="rules and the LLM stage against a local gemma-3-270m "
+                        "server (tests/llama_server.py), beside the rules alone on the same turns")
+    parser.add_argument("--sample", type=int, default=150, help="with --llm: every n-th turn to make about this many")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
     turns = labelled(dev_data_root())
     if args.sets:
         turns = [t for t in turns if t["set"] in args.sets.split(",")]
-    figures = report(judge(turns, rules), args.show)
-    out = Path(args.out) if args.out else RESULTS / "beliefs_dev.json"
+    if args.llm:
+        turns = turns[::max(1, len(turns) // args.sample)]
+        print(f"=== rules alone, {len(turns)} turns ===")
+        report(judge(turns, rules), 0)
+        print(f"\n=== rules + the LLM stage (gemma-3-270m, local), the same {len(turns)} turns ===")
+        figures = with_llm(turns, args.show)
+    else:
+        figures = report(judge(turns, rules), args.show)
+    out = Path(args.out) if args.out else RESULTS / f"beliefs_dev{'_llm' if args.llm else ''}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(figures, indent=1))
     print(f"\nwrote {out}")

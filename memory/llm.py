@@ -1,9 +1,26 @@
-"""Optional LLM extraction stage: one message → typed events + ``llm`` facts via an OpenAI-compatible chat API.
+"""Optional LLM extraction stage: one message → typed events + ``llm`` facts via an OpenAI-compatible chat API
+(a local llama.cpp server, Ollama, vLLM, OpenAI, DeepSeek, Qwen…), the design's "规则引擎 + LLM 校验".
 
-The rules (:mod:`memory.extraction`) always run first; their result is the *fallback*. This stage never
-raises for an LLM problem and never loses a message: on a timeout, an unreachable endpoint, an HTTP error,
-output that is not the expected JSON, or an exhausted daily token budget it returns the fallback unchanged,
-says why in an :class:`LLMOutcome` and counts the reason (``memory.state.llm_usage``).
+The rules (:mod:`memory.extraction`) always run first. The stage sees what they did not settle — a message
+they could not type, or a claim of a rule family less sure than ``llm_check_below`` — and:
+- types the message when the rules could not (its events, of the closed set);
+- checks the rules' less sure claims: one the model does not also make (same relation, overlapping object) is
+  vetoed;
+- adds what the rules missed, each claim held to the rules' own measure whatever the model says
+  (``memory.claims.grounded``): the object as the message writes it, in a clause of the user's own that is no
+  question, condition or quote, a whole phrase and no pronoun, an age a number the message says; a
+  single-valued relation given two values is ambiguous and dropped; duplicates collapse. Its confidence is
+  ``llm_confidence``, the measured precision of the stage (``make bench-beliefs`` with ``--llm``), not the
+  model's own.
+The answer is constrained to the vocabulary's relations and the closed event types by a JSON schema where the
+endpoint takes one (``llm_response_format``: ``json_schema`` for OpenAI, vLLM and Ollama; ``llama_cpp`` for
+llama-cpp-python's server; ``json_object`` for endpoints that take no schema, DeepSeek and Qwen: the schema is
+then only in the prompt and the guards above do the rest). Each call is held to ``llm_max_tokens`` of answer,
+``llm_max_input_chars`` of message and ``llm_timeout_s``.
+
+This stage never raises for an LLM problem and never loses a message: on a timeout, an unreachable endpoint,
+an HTTP error, output that is not the expected JSON, or an exhausted daily token budget it returns the rules'
+result unchanged, says why in an :class:`LLMOutcome` and counts the reason (``memory.state.llm_usage``).
 
 Budget: each tenant may spend ``llm_daily_token_budget`` tokens per UTC day (``memory.state.llm_usage``, 2-day TTL);
 0 disables the stage. The check happens before the call, so concurrent workers can overshoot by a call each.
@@ -28,6 +45,7 @@ import httpx
 from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
 from memory import ids, telemetry
+from memory.claims import grounded
 from memory.errors import ConfigurationError
 from memory.models import Event, EventType, Extraction, Fact, FactSource, Message, RelationName, Role
 from memory.settings import Settings
@@ -36,7 +54,7 @@ from memory.text import cut, sha256, tokenize
 from memory.vocabulary import Vocabulary, load_vocabulary
 
 EVENT_CONFIDENCE = 0.6
-MAX_COMPLETION_TOKENS = 512
+MAX_FACTS = 4  # per message: the schema's bound on what a model may list (a small one lists junk to it)
 
 _FENCE = re.compile(r"\A\s*```(?:json|JSON)?[ \t]*\n?(.*?)\n?\s*```\s*\Z", re.S)
 
@@ -53,8 +71,35 @@ Read one conversation message and output ONE strict JSON object, nothing else:
 允许的 relation / allowed relations (名称: 含义 / name: meaning):
 {relations}
 规则 / rules: 至少一个 event (at least one event); 只用上面的取值 (only the values above);
-facts 只描述用户本人 (facts are about the user only); 助手消息 facts 为空 (assistant message: "facts": []);
+facts 只记录用户在这条消息里陈述的关于自己的事实 (facts: only what the user states about themselves in this message);
+object 从消息原文中照抄 (copy the object from the message verbatim); 问句、假设、别人的话不算 (no facts from
+questions, conditions or other people's words); 没有就给空列表 (none: "facts": []);
+助手消息 facts 为空 (assistant message: "facts": []);
 用消息的语言写 summary 和 keywords (write them in the message's language)."""
+
+
+def answer_schema(vocabulary: Vocabulary) -> dict[str, Any]:
+    """The JSON schema of an answer: event types of the closed set, relations of the vocabulary."""
+    event = {"type": "object", "additionalProperties": False, "required": ["event_type", "keywords", "summary"],
+             "properties": {"event_type": {"type": "string", "enum": [t.value for t in EventType]},
+                            "keywords": {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 20}},
+                            "summary": {"type": "string", "maxLength": 50}}}
+    fact = {"type": "object", "additionalProperties": False, "required": ["relation", "object"],
+            "properties": {"relation": {"type": "string", "enum": vocabulary.names},
+                           "object": {"type": "string", "maxLength": 60}}}
+    return {"type": "object", "additionalProperties": False, "required": ["events", "facts"],
+            "properties": {"events": {"type": "array", "minItems": 1, "maxItems": 2, "items": event},
+                           "facts": {"type": "array", "maxItems": MAX_FACTS, "items": fact}}}
+
+
+def response_format(kind: str, vocabulary: Vocabulary) -> dict[str, Any]:
+    """The ``response_format`` of the request for an endpoint of ``kind`` (``Settings.llm_response_format``)."""
+    if kind == "json_schema":
+        return {"type": "json_schema",
+                "json_schema": {"name": "memory", "strict": True, "schema": answer_schema(vocabulary)}}
+    if kind == "llama_cpp":
+        return {"type": "json_object", "schema": answer_schema(vocabulary)}
+    return {"type": "json_object"}
 
 
 class LLMEvent(BaseModel):
@@ -65,8 +110,7 @@ class LLMEvent(BaseModel):
 
 class LLMFact(BaseModel):
     relation: RelationName
-    object: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=30)]
-    confidence: float = Field(ge=0.1, le=1.0)
+    object: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=60)]
 
 
 class LLMOutput(BaseModel):
@@ -104,6 +148,7 @@ class LLMExtractor:
         self.settings, self.usage, self.clock = settings, usage, clock
         self.vocabulary = vocabulary or load_vocabulary()
         self.prompt = system_prompt(self.vocabulary)
+        self.format = response_format(settings.llm_response_format, self.vocabulary)
         self.url = settings.llm_base_url.rstrip("/") + "/chat/completions"
         headers = {"authorization": f"Bearer {settings.llm_api_key}"} if settings.llm_api_key else {}
         self.http = httpx.Client(timeout=settings.llm_timeout_s, headers=headers)
@@ -117,18 +162,19 @@ class LLMExtractor:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def extract(self, message: Message, fallback: Extraction) -> tuple[Extraction, LLMOutcome]:
-        """The LLM's events and facts for ``message``, or ``fallback`` unchanged and the reason why not."""
+    def extract(self, message: Message, rules: Extraction) -> tuple[Extraction, LLMOutcome]:
+        """The rules' result for ``message`` with what the model settles (see the module), or the rules' result
+        unchanged and the reason why not."""
         day = datetime.fromtimestamp(self.clock(), UTC).strftime("%Y%m%d")
         try:
             output, tokens = self._call(message, day)
             try:
-                return self._build(message, output), LLMOutcome(used_llm=True, reason="ok", tokens=tokens)
+                return self._merged(message, rules, output), LLMOutcome(used_llm=True, reason="ok", tokens=tokens)
             except ValidationError:  # a value valid for the answer but not for an Event or Fact
                 raise _Failure("schema", tokens) from None
         except _Failure as failure:
             self.usage.count_failure(failure.reason)
-            return fallback, LLMOutcome(used_llm=False, reason=failure.reason, tokens=failure.tokens)
+            return rules, LLMOutcome(used_llm=False, reason=failure.reason, tokens=failure.tokens)
 
     def _call(self, message: Message, day: str) -> tuple[LLMOutput, int]:
         budget = self.settings.llm_daily_token_budget
@@ -136,12 +182,13 @@ class LLMExtractor:
             raise _Failure("budget_exhausted")
         if (paused := self.usage.paused(message.tenant, self.clock())) is True:
             raise _Failure("backoff")
+        said = html.unescape(message.content)[:self.settings.llm_max_input_chars]
         prompt = [
             {"role": "system", "content": self.prompt},
-            {"role": "user", "content": f"role: {message.role.value}\nmessage:\n{html.unescape(message.content)}"},
+            {"role": "user", "content": f"role: {message.role.value}\nmessage:\n{said}"},
         ]
         body = {"model": self.settings.llm_model, "messages": prompt, "temperature": 0,
-                "max_tokens": MAX_COMPLETION_TOKENS, "response_format": {"type": "json_object"}}
+                "max_tokens": self.settings.llm_max_tokens, "response_format": self.format}
         try:
             response = self.http.post(self.url, json=body)
         except httpx.TimeoutException as exc:
@@ -178,7 +225,19 @@ class LLMExtractor:
         except ValidationError:
             raise _Failure("schema", total) from None
 
-    def _build(self, message: Message, output: LLMOutput) -> Extraction:
+    def _merged(self, message: Message, rules: Extraction, output: LLMOutput) -> Extraction:
+        """The rules' result, typed by the model where the rules could not, their less sure claims kept only
+        where the model makes them too, and the model's grounded claims added."""
+        events = rules.events
+        if all(e.event_type is EventType.statement for e in rules.events):
+            events = self._events(message, output)
+        said = self._said(message, output, events[0].event_id) if message.role is Role.user else []
+        check = self.settings.llm_check_below
+        facts = [f for f in rules.facts if f.confidence >= check or any(_same(f, m) for m in said)]
+        facts += [m for m in said if not any(_same(f, m) for f in rules.facts)]
+        return Extraction(events=events, facts=facts)
+
+    def _events(self, message: Message, output: LLMOutput) -> list[Event]:
         events: dict[EventType, Event] = {}
         for item in output.events:  # one event per type: its id is derived from the type
             events.setdefault(item.event_type, Event(
@@ -197,20 +256,36 @@ class LLMExtractor:
                 confidence=EVENT_CONFIDENCE,
                 tokens=tokenize(message.content),
             ))
-        evidence = next(iter(events.values())).event_id
-        facts: dict[tuple[str, str], Fact] = {}
-        if message.role is Role.user:
-            for found in output.facts:
-                if not self.vocabulary.knows(found.relation):  # a relation the deployment does not keep
-                    continue
-                obj = _safe(found.object)
-                facts.setdefault((found.relation, obj.lower()), Fact(
-                    tenant=message.tenant, user_id=message.user_id, relation=found.relation, object=obj,
-                    confidence=found.confidence, source=FactSource.llm, evidence_id=evidence,
-                    message_ids=[message.message_id], ts=message.client_ts, device_id=message.device_id,
-                    session_id=message.session_id,
-                ))
-        return Extraction(events=list(events.values()), facts=list(facts.values()))
+        return list(events.values())
+
+    def _said(self, message: Message, output: LLMOutput, evidence: str) -> list[Fact]:
+        """The model's claims that hold by the rules' measure (``claims.grounded``), once each; a single-valued
+        relation given two values in one message says neither."""
+        text = html.unescape(message.content)
+        found: dict[tuple[str, str], Fact] = {}
+        for item in output.facts:
+            if not self.vocabulary.knows(item.relation):  # a relation the deployment does not keep
+                continue
+            obj = grounded(text, item.relation, item.object)
+            if obj is None:
+                continue
+            found.setdefault((item.relation, obj.casefold()), Fact(
+                tenant=message.tenant, user_id=message.user_id, relation=item.relation, object=_safe(obj),
+                confidence=self.settings.llm_confidence, source=FactSource.llm, evidence_id=evidence,
+                message_ids=[message.message_id], ts=message.client_ts, device_id=message.device_id,
+                session_id=message.session_id,
+            ))
+        values: dict[str, int] = {}
+        for relation, _ in found:
+            values[relation] = values.get(relation, 0) + 1
+        return [f for (relation, _), f in found.items()
+                if values[relation] == 1 or not self.vocabulary.spec(relation).single_valued]
+
+
+def _same(a: Fact, b: Fact) -> bool:
+    """The same claim, as near as two readers of one message put it: one relation, one object inside the other."""
+    x, y = html.unescape(a.object).casefold(), html.unescape(b.object).casefold()
+    return a.relation == b.relation and (x in y or y in x)
 
 
 def _retry_after(response: httpx.Response) -> float | None:

@@ -130,8 +130,11 @@ def type_only(events: Sequence[Event]) -> list[Event]:
 
 
 def needs_llm(mneme: Mneme, extraction: Extraction) -> bool:
-    """The LLM stage (when configured) sees only messages the rules could not type."""
-    return bool(mneme.settings.llm_base_url) and all(e.event_type is EventType.statement for e in extraction.events)
+    """The LLM stage (when configured) sees what the rules did not settle: a message they could not type, or a
+    claim of theirs less sure than ``llm_check_below`` (``memory.llm``)."""
+    return bool(mneme.settings.llm_base_url) and (
+        all(e.event_type is EventType.statement for e in extraction.events)
+        or any(f.confidence < mneme.settings.llm_check_below for f in extraction.facts))
 
 
 def llm_admitted(mneme: Mneme, job_id: str, message: Message) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -110,7 +111,16 @@ class Settings(BaseSettings):
     llm_base_url: str = Field("", description="e.g. http://127.0.0.1:8000/v1; empty = rules only.")
     llm_model: str = "qwen2.5-1.5b-instruct"
     llm_api_key: str = ""
-    llm_timeout_s: float = Field(20.0, gt=0)
+    llm_timeout_s: float = Field(20.0, gt=0, description="The time budget of one message's call.")
+    llm_max_tokens: int = Field(256, ge=16, description="The token budget of one message's answer.")
+    llm_max_input_chars: int = Field(2000, ge=100, description="Of a message, what the model is shown at most.")
+    llm_response_format: Literal["json_schema", "llama_cpp", "json_object"] = Field(
+        "json_schema", description="How the answer's JSON schema is asked for: json_schema (OpenAI, vLLM, Ollama), "
+                                   "llama_cpp (llama-cpp-python's server), json_object (DeepSeek, Qwen: no schema).")
+    llm_check_below: float = Field(0.75, ge=0, le=1, description="A rule's claim less sure than this is checked by "
+                                   "the LLM stage: kept only if the model makes it too. 0: the stage checks none.")
+    llm_confidence: float = Field(0.5, ge=0.1, le=1, description="The confidence of a claim only the model makes: "
+                                  "the stage's measured precision (make bench-beliefs --llm) for the model in use.")
     llm_rate_limit: str = Field("60/m", description="Celery rate limit of the llm queue, per worker.")
     llm_daily_token_budget: int = Field(200_000, ge=0, description="Per tenant per UTC day.")
     llm_tenant_calls_per_min: int = Field(

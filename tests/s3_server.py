@@ -188,21 +188,7 @@ class S3Server(ServerProcess):
         raise S3ServerError(f"S3 not ready in time ({last}): {tail(root / 'server.log')}")
 
     def _end_child(self) -> None:
-        """SIGTERM to the whole process group, SIGKILL if it lingers."""
-        proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 10)):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                proc.wait(timeout=wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        proc.poll()
+        self._end_group()
         # weed puts gRPC unix sockets at a fixed /tmp/seaweedfs-<component>-grpc-<port>.sock and leaves some
         # behind when stopped while still starting: remove exactly the ones named after our ports
         for component, port in self._grpc_ports.items():

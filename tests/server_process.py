@@ -4,7 +4,9 @@ stop the child and remove its directory; usable as a context manager."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -46,7 +48,26 @@ class ServerProcess:
         raise NotImplementedError
 
     def _end_child(self) -> None:
-        raise NotImplementedError
+        """Stop the server (the default: ``_end_group``)."""
+        self._end_group()
+
+    def _end_group(self) -> None:
+        """SIGTERM to the child's whole process group (it was started with ``start_new_session``), SIGKILL if it
+        lingers."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                proc.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        proc.poll()
 
     def stop(self) -> None:
         self._end_child()

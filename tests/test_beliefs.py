@@ -214,8 +214,9 @@ def test_a_new_age_from_the_same_device_replaces_the_old_one(client, stack, uid,
     assert [f.object for f in client.recall(user_id=f"u{uid}", query=first).facts if f.relation == "age"] == ["18"]
     everything = ages(client, stack, uid, inactive=True)
     old, new = everything["17"], everything["18"]
-    assert old["status"] == "superseded" and old["stored_confidence"] == pytest.approx(0.9)  # kept with its history
-    assert "replaced by 18 (said later, same device)" in old["why"] and "claimed 0.90" in old["why"]
+    age = CONFIDENCE["age"]
+    assert old["status"] == "superseded" and old["stored_confidence"] == pytest.approx(age)  # kept with its history
+    assert "replaced by 18 (said later, same device)" in old["why"] and f"claimed {age:.2f}" in old["why"]
     assert "replaced 17 (said earlier, same device)" in new["why"]
     assert httpx.get(f"{stack.api_url}/v1/users/u{uid}/reviews").json() == []  # an update, not a conflict
 

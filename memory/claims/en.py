@@ -41,14 +41,14 @@ _NOT_OCCUPATION = re.compile(r"^(?:fan|big fan|huge fan|beginner|newbie|bit|litt
                              r"lover|member|user|customer|client|buyer|owner of)\b", re.I)
 _EMOTION = ("tired|exhausted|stressed|stressed out|anxious|nervous|happy|sad|upset|frustrated|overwhelmed|lonely|"
             "bored|excited|worried|scared|afraid|angry|depressed|down|burned out|burnt out|calm|relieved|confused|"
-            "homesick|heartbroken|hopeful|grateful|thrilled|miserable")
+            "homesick|heartbroken|hopeful|grateful|thrilled|miserable|confident|concerned|drained|burnt-out")
 _GOAL_VERBS = (r"learn|become|get better at|improve|pass|run|finish|complete|build|start|launch|write|publish|lose|"
                r"gain|save|buy|travel|visit|master|open|adopt|move to|get into|get a|find a|quit|earn|reach|"
                r"switch to|transition into|retire|train for|qualify for|apply to")
 _BOUNDARY = re.compile(
     r"\s+(?:that|which|who|whom|whose|because|since|when|whenever|while|but|so|as|if|although|though|until|"
     r"unless|whereas|where|before|after|than|or|cause|cuz|like|especially|except|instead|due to|rather|"
-    r"for (?:a|an|my|the|me|our|their|its)|with no|without|in my|at home|to keep|to help|to make|within|"
+    r"for|with no|without|in my|at home|to keep|to help|to make|within|"
     r"by (?:the end|next|then)|in the (?:next|coming)|someday|one day|eventually|soon)\b.*$|"
     r"\s*[;:(—–]\s*.*$|\s+-\s.*$", re.I)
 _TRAILING = re.compile(
@@ -89,7 +89,8 @@ def _phrase(text: str) -> str:
 # --- readers of a rule's group ---------------------------------------------------------------------------------
 
 def phrase(text: str) -> list[str]:
-    found = _phrase(text)
+    """One phrase: what follows "and" is another clause ("My goal is to predict X and get Y": predict X)."""
+    found = _phrase(re.split(r"\s+and\s+", text, maxsplit=1)[0])
     return [found] if found else []
 
 
@@ -119,8 +120,8 @@ def occupation(text: str) -> list[str]:
 
 
 def _rules() -> list[Rule]:
-    i = rf"^{LEAD}i"
-    im = rf"^{LEAD}i(?:'m|’m| am)"
+    i = r"^i"
+    im = r"^i(?:'m|’m| am)"
 
     def rule(family: str, relation: str, kind: EventType, pattern: str, read: Read, case: int = re.I) -> Rule:
         return Rule(family, relation, kind, re.compile(pattern, case), read)
@@ -130,28 +131,28 @@ def _rules() -> list[Rule]:
         rule("age", "age", EventType.age_declaration,
              rf"{im}\s+(\d{{1,3}})(?:\s*(?:years?\s*old|yrs?\s*old|y/?o))?\.?(?=$|\s+and\b)", age),
         rule("age", "age", EventType.age_declaration, rf"{i} (?:just )?turned (\d{{1,3}})\b", age),
-        rule("age", "age", EventType.age_declaration, rf"^{LEAD}my age is (\d{{1,3}})\b", age),
+        rule("age", "age", EventType.age_declaration, r"^my age is (\d{1,3})\b", age),
         rule("age", "age", EventType.age_declaration, rf"{im} an? (\d{{1,3}})[- ]years?[- ]old\b", age),
-        rule("name", "name", identity, rf"(?i:^{LEAD}(?:my name is|my name's|call me|you can call me|i'm called|"
+        rule("name", "name", identity, r"(?i:^(?:my name is|my name's|call me|you can call me|i'm called|"
              r"i am called))\s+([A-Z][a-z'’-]+(?: [A-Z][a-z'’-]+){0,2})\b", word, 0),
-        rule("location", "location", identity, rf"(?i:^{LEAD}(?:i (?:live|currently live|now live|grew up|"
+        rule("location", "location", identity, r"(?i:^(?:i (?:live|currently live|now live|grew up|"
              r"was born and raised|was born) in|i(?:'m|’m| am) (?:from|based in|living in)|i(?:'ve|’ve| have) lived in|"
              r"my home ?town is|home is))\s+((?:the )?[A-Z][\w'’.-]*(?:,? [A-Z][\w'’.-]*){0,3})", word, 0),
         rule("occupation", "occupation", identity, rf"{i} work (?:as|in|at|for) (.+)$", phrase),
         rule("occupation", "occupation", identity, rf"{im} (?:an? |the )(.+)$", occupation),
         rule("occupation", "occupation", identity, rf"{i}(?:'m|’m| am)? (?:work(?:ing)?|start(?:ing)?"
              rf"(?: my first year| out)?|employed|serv(?:e|ing)) as (?:an? )?(.+)$", occupation),
-        rule("occupation", "occupation", identity, rf"^{LEAD}as an? ([\w\s'’-]{{2,30}})$", occupation),
+        rule("occupation", "occupation", identity, r"^as an? ([\w\s'’-]{2,30})$", occupation),
         rule("occupation", "occupation", identity,
-             rf"^{LEAD}my (?:job|occupation|profession|day job) is (?:an? )?(.+)$", phrase),
+             r"^my (?:job|occupation|profession|day job) is (?:an? )?(.+)$", phrase),
         rule("grade", "grade", identity, rf"{im} in (?:the )?(\d{{1,2}}(?:st|nd|rd|th)? grade|year \d{{1,2}})\b", word),
         rule("grade", "grade", identity, rf"{im} an? (freshman|sophomore|junior|senior)\b", word),
-        rule("school", "school", identity, rf"(?i:^{LEAD}i (?:go to|study at|attend))\s+"
+        rule("school", "school", identity, r"(?i:^i (?:go to|study at|attend))\s+"
              r"([A-Z][\w' -]{2,40}(?:School|College|University))", word, 0),
         rule("family", "family", identity, rf"(?:^|[^\w'’])my ({KIN})\b", word),
         rule("family", "family", identity, rf"{i} have (?:a|an|one|two|three|four|\d) "
              rf"(?:little |older |younger |big |baby |twin |teenage )?({KIN})\b", word),
-        rule("favourite", "likes", likes, rf"^{LEAD}my (?:all-time |absolute |very )?(?:favou?rite|fave)\s+"
+        rule("favourite", "likes", likes, r"^my (?:all-time |absolute |very )?(?:favou?rite|fave)\s+"
              r"[\w\s-]{1,20}?\s+(?:is|are|has to be|would be)\s+(.+)$", phrase),
         rule("dislikes", "dislikes", dislike, rf"{i} {_ADV}(?:(?:don't|do not|dont|don’t) (?:really |particularly |"
              r"much )?(?:like|love|enjoy|care for)|can't stand|cannot stand|can’t stand|hate|dislike|detest|loathe|"
@@ -163,7 +164,7 @@ def _rules() -> list[Rule]:
              r"\s+(.+)$", phrases),
         rule("dislikes", "dislikes", dislike, rf"{im} (?:not|never) (?:too |very |really |that |particularly |so )?"
              r"(?:keen on|into|fond of)\s+(.+)$", phrases),
-        rule("dislikes", "dislikes", dislike, rf"^{LEAD}(?:the )?(?:other )?(?:options? (?:involving|with|that "
+        rule("dislikes", "dislikes", dislike, r"^(?:the )?(?:other )?(?:options? (?:involving|with|that "
              r"(?:include|involve)) )?(.+?)(?: options?| ones?| choices?)? (?:doesn't|don't|does not|do not|doesn’t|"
              r"don’t) (?:really |quite |particularly |seem |seem to )*(?:appeal to me|work for me|agree with me|"
              r"suit me|(?:very |that |too |particularly )?appealing(?: to me)?|fit (?:me|my [\w\s]{1,20})|"
@@ -173,24 +174,28 @@ def _rules() -> list[Rule]:
         rule("likes", "likes", likes, rf"{im} {_ADV}(?:a (?:big |huge )?fan of|into|passionate about|obsessed with|"
              r"fond of|(?:particularly |very |really )?(?:interested in|intrigued by|drawn to))\s+(.+)$", phrases),
         rule("subject", "subject_preference", likes,
-             rf"^{LEAD}(.+?) (?:is|are) (?:\w+ )?my (?:favou?rite|best) (?:subject|class|course)s?\b", phrase),
+             r"^(?:.*?\s(?:and|but)\s+)?(.+?) (?:is|are) (?:\w+ )?my (?:favou?rite|best) "
+             r"(?:subject|class|course)s?\b", phrase),
         rule("obstacle", "learning_obstacle", EventType.concept_confusion,
-             rf"^{LEAD}(.+?) (?:is|are) (?:\w+ )?my (?:worst|weakest|hardest) (?:subject|class|course)s?\b", phrase),
+             r"^(?:.*?\s(?:and|but)\s+)?(.+?) (?:is|are) (?:\w+ )?my (?:worst|weakest|hardest) "
+             r"(?:subject|class|course)s?\b", phrase),
         rule("obstacle", "learning_obstacle", EventType.concept_confusion, rf"{i} (?:really |still |always )?"
              r"(?:struggle|am struggling|'m struggling|have trouble|have a hard time) (?:with )?(.+)$", phrase),
         rule("mastery", "mastery", EventType.statement, rf"{i}(?:'ve|’ve| have)? (?:already |finally )?"
              r"(?:mastered|got the hang of|know how to use)\s+(.+)$", phrase),
         rule("mastery", "mastery", EventType.statement, rf"{im} (?:already |pretty |quite |very |really )?"
              r"(?:comfortable|confident|fluent) (?:with|in)\s+(.+)$", phrase),
-        rule("goal", "goal", EventType.goal, rf"^{LEAD}my (?:main |big |biggest |ultimate |long-term |real |personal )?"
+        rule("goal", "goal", EventType.goal, r"^my (?:main |big |biggest |ultimate |long-term |real |personal )?"
              r"(?:goal|dream|aim)s?(?: for [\w\s]{1,20})?(?: (?:is|are)|:) (?:to )?"
              r"(?!unclear|not\b|simple|easy|hard|clear|different|the same|changing|ambitious)(.+)$", phrase),
         rule("goal", "goal", EventType.goal, rf"{i}(?:'m|’m| am)? {_ADV}(?:want|hope|plan|planning|aim|aiming|intend|"
-             rf"trying|try|hoping|determined|working|dream|dreaming) (?:to|of|towards|toward) "
+             rf"trying|try|hoping|determined|working|dream|dreaming|decided|'ve decided|’ve decided|have decided) "
+             rf"(?:to|of|towards|toward) "
              rf"((?:{_GOAL_VERBS})\b.*)$", phrase),
-        rule("emotion", "emotion_state", EventType.emotion, rf"^{LEAD}i(?:'m|’m| am| feel| am feeling|'m feeling|"
+        rule("emotion", "emotion_state", EventType.emotion, rf"^i(?:'m|’m| am| feel| am feeling|'m feeling|"
              r"’m feeling) (?:so |very |really |a bit |a little |kind of |pretty |quite |super |totally |just |"
-             rf"honestly |incredibly |extremely )*({_EMOTION})(?:\s+(?:today|right now|now|lately|these days|"
+             r"honestly |incredibly |extremely |particularly |a lot more |more |still |genuinely )*"
+             rf"({_EMOTION})(?:\s+(?:today|right now|now|lately|these days|"
              r"about\b.*|with\b.*|because\b.*))?$", word),
         rule("product", "product_owned", EventType.statement, rf"{i} (?:drive|ride) (?:a|an|the|my) (.+)$", phrase),
         rule("product", "product_owned", EventType.statement, rf"{i} (?:just |recently )?(?:bought|purchased|own|"
@@ -198,4 +203,4 @@ def _rules() -> list[Rule]:
     ]
 
 
-RULES = _rules()
+RULES = tuple(_rules())

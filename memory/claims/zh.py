@@ -34,6 +34,7 @@ _GOAL_VERBS = ("考上|考进|考入|考过|考到|学会|学好|提高|通过|�
                "练好|练成|读完|写完|跑完|完成|开一家|开个|买房|出国|留学|转行|创业|戒烟|戒掉|拿下|进入")
 _STOP_TAGS = ("u", "y", "c", "d", "x", "w", "e", "o", "zg")  # particles, conjunctions, adverbs, punctuation…
 _DEMONSTRATIVES = frozenset({"那个", "这个", "那道", "这道", "那条", "这条", "那种", "这种"})
+_FUNCTION_TAGS = ("p", "c", "u", "d", "q", "m", "f")  # a preposition, conjunction, measure word… alone: no object
 _AND = frozenset({"和", "与", "跟", "及", "以及", "还有", "或者", "或"})
 DEIXIS = re.compile(r"^(?:这|那|它|他|她|你|您|哪|什么|谁|啥|怎|自己|大家|人家|别人|某|此|其|本)")
 _ASKED = re.compile(r"什么|哪|谁|怎么|为什么|多少|几岁|几个")
@@ -61,8 +62,11 @@ def _tagger() -> Any:
     return jieba.posseg
 
 
-def _tagged(text: str) -> list[tuple[str, str]]:
-    return [(pair.word, pair.flag) for pair in _tagger().cut(text)]
+@lru_cache(maxsize=256)
+def _tagged(text: str) -> tuple[tuple[str, str], ...]:
+    """(word, tag) of ``text`` by the dictionary alone (no HMM guesses at unknown words: faster, and a word the
+    dictionary lacks stays as the characters it is)."""
+    return tuple((pair.word, pair.flag) for pair in _tagger().cut(text, HMM=False))
 
 
 def ok(phrase: str) -> bool:
@@ -81,8 +85,10 @@ def _phrases(text: str, several: bool) -> list[str]:
     pairs = _tagged(text)
     for n, (word, tag) in enumerate(pairs):
         after_word, after_tag = pairs[n + 1] if n + 1 < len(pairs) else ("", "")
-        if word in _AND and words:
+        if (word in _AND or word == "、") and words:
             if not several:
+                if word == "、":
+                    return []  # a list the rule cannot read whole
                 break
             phrases.append("".join(words))
             words = []
@@ -91,11 +97,11 @@ def _phrases(text: str, several: bool) -> list[str]:
             if after_tag.startswith(("n", "v", "a", "eng", "m")):
                 words.append(word)
                 continue
+            if after_word == "、" and several:
+                continue  # "红色的、蓝色的": the next of the list
             if after_word == "、" or (after_word and after_tag not in ("x", "w", "y", "ul", "uj")):
                 return []
             break
-        if word == "、" and words:
-            return []
         if tag.startswith(_STOP_TAGS):
             if not words and tag.startswith("d"):
                 continue  # a leading adverb (也, 还) is not the object
@@ -107,6 +113,8 @@ def _phrases(text: str, several: bool) -> list[str]:
             continue
         words.append(word)
     phrases.append("".join(words))
+    if len(words) == 1 and dict(pairs).get(words[0], "").startswith(_FUNCTION_TAGS):
+        return []  # "我比较喜欢通过刷题来学" read to 通过: a preposition is no object
     return [p for p in (_TRAILING.sub("", p).strip() for p in phrases) if ok(p)]
 
 
@@ -170,7 +178,7 @@ def goal(text: str) -> list[str]:
 
 
 def _rules() -> list[Rule]:
-    start = rf"^{LEAD}我(?!们)(?:自己)?"
+    start = r"^我(?!们)(?:自己)?"
     mine = rf"(?:(?!{KIN}|他|她|家|老大|老二|老三|同事|朋友|同学)[^，。])"  # between 我 and a verb, of no one else
 
     def rule(family: str, relation: str, kind: EventType, pattern: str, read: Read) -> Rule:
@@ -183,11 +191,11 @@ def _rules() -> list[Rule]:
         rule("name", "name", identity, rf"{start}(?:叫|叫做|的名字(?:是|叫)|名字叫)\s*"
              rf"([\u4e00-\u9fff·]{{2,4}}|[A-Z][a-z]+(?: [A-Z][a-z]+)?)(?:就好|就行|吧)?$", word),
         rule("name", "name", identity,
-             rf"^{LEAD}(?:你|您)?(?:可以|就)?(?:叫|喊)我\s*([\u4e00-\u9fff·]{{2,4}}|[A-Z][a-z]+)"
-             rf"(?:就好|就行|吧)?$", word),
+             r"^(?:你|您)?(?:可以|就)?(?:叫|喊)我\s*([\u4e00-\u9fff·]{2,4}|[A-Z][a-z]+)"
+             r"(?:就好|就行|吧)?$", word),
         rule("location", "location", identity, rf"{start}{_ADV}(?:住在|住|家在|生活在|定居在|定居)(.+)$", place),
         rule("location", "location", identity,
-             rf"^{LEAD}(?:不过|但是?|现在|目前)?{mine}{{0,10}}?(?:一直|现在|目前)(?:住在|生活在|定居在)(.+)$", place),
+             rf"{start}{mine}{{0,10}}?(?:一直|现在|目前)(?:住在|生活在|定居在)(.+)$", place),
         rule("location", "location", identity,
              rf"{start}(?:家)?住的(?:那个|这个)?(?:小区|地方|城市|村子|村|社区|公寓|楼盘)?(?:叫|是|就是)(.+)$", rest),
         rule("location", "location", identity, rf"{start}{_ADV}在(.+?)(?:工作|上班|打工|任职|生活)$", place_name),
@@ -214,16 +222,16 @@ def _rules() -> list[Rule]:
              rf"{start}{_ADV}(?:喜欢|爱|热爱|偏爱|酷爱|爱上了|迷上了|痴迷于?)(?!你|您|上你)(.+)$", phrases),
         rule("likes", "likes", likes, rf"{start}对(.{{1,12}}?)(?:很|特别|非常|挺|比较|超)?(?:感兴趣|有兴趣)", phrase),
         rule("subject", "subject_preference", likes,
-             rf"^{LEAD}(.{{1,8}}?)(?:一直|也)?是我最(?:喜欢|爱|擅长)的(?:科目|学科|课)", phrase),
+             r"^(.{1,8}?)(?:一直|也)?是我最(?:喜欢|爱|擅长)的(?:科目|学科|课)", phrase),
         rule("obstacle", "learning_obstacle", EventType.concept_confusion,
-             rf"^{LEAD}(.{{1,8}}?)(?:一直|总是|也)?是我最(?:头疼|薄弱|差|弱|讨厌|怕)的(?:科目|学科|课|一科)", phrase),
+             r"^(.{1,8}?)(?:一直|总是|也)?是我最(?:头疼|薄弱|差|弱|讨厌|怕)的(?:科目|学科|课|一科)", phrase),
         rule("obstacle", "learning_obstacle", EventType.concept_confusion,
-             rf"^{LEAD}(.{{2,12}}?)我(?:老是|总是|一直|经常|还是)"
-             rf"(?:用错|搞错|搞不懂|学不会|记不住|弄不明白|做错)", phrase),
+             r"^(.{2,12}?)我(?:老是|总是|一直|经常|还是)"
+             r"(?:用错|搞错|搞不懂|学不会|记不住|弄不明白|做错)", phrase),
         rule("mastery", "mastery", EventType.statement,
              rf"{start}(?:已经)?(?:掌握了|学会了|熟练掌握了?|精通)(.+)$", phrase),
         rule("mastery", "mastery", EventType.statement,
-             rf"^{LEAD}(.{{2,12}}?)我(?:已经|早就|都)?(?:掌握了|学会了|很熟了|挺熟了|熟练了|会了)", phrase),
+             r"^(.{2,12}?)我(?:已经|早就|都)?(?:掌握了|学会了|很熟了|挺熟了|熟练了|会了)", phrase),
         rule("goal", "goal", EventType.goal,
              rf"{start}(?:(?:今年|明年|现在|目前|这学期|这个学期|暑假|寒假|最大|唯一|主要)?的)?\s*(?:目标|梦想|愿望|goal)"
              rf"(?:就|其实)?(?:是|：|:)\s*(.+)$", goal),
@@ -241,4 +249,4 @@ def _rules() -> list[Rule]:
     ]
 
 
-RULES = _rules()
+RULES = tuple(_rules())
