@@ -22,12 +22,14 @@ STATIC = Path(__file__).resolve().parents[1] / "workers" / "api" / "static" / "m
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
+SAID = ["我今年16岁，我喜欢化学", "我讨厌排队", "我住在哪里？你知道我最喜欢什么吗？"]
+
+
 def filled(stack, user: str) -> None:
     with MnemeClient(stack.api_url) as mneme:
         jobs = [mneme.remember(user_id=user, session_id=f"s1-{user}", message_id=f"m{i}", content=text,
-                               client_ts=time.time() - 100 + i).job_id
-                for i, text in enumerate(["我今年16岁，我喜欢化学", "我讨厌排队"])]
-        assert [j.state for j in mneme.wait(jobs)] == ["done", "done"]
+                               client_ts=time.time() - 100 + i).job_id for i, text in enumerate(SAID)]
+        assert [j.state for j in mneme.wait(jobs)] == ["done"] * 3  # the questions state nothing: no belief
         mneme.recall(user_id=user, query="我几岁？")  # someone read it: the page lists who
 
 

@@ -51,7 +51,8 @@ _EN_NOT_OWN = re.compile(
 _EN_NOT_OWN_WORDS = ("if", "when", "unless", "suppos", "imagin", "in case", "wish", "would", "could", "might",
                      "should", "i'd", "i’d", "i'll", "i’ll", "sometimes", "say", "said", "told", "tell", "think",
                      "thought", "believ", "according", "call")
-_CLAUSE = re.compile(r"[，]|[,](?=\s+(?:i|my|but|and)\b|\s*[\u4e00-\u9fff])|\s+(?:but|and)\s+(?=i\b|my\b)", re.I)
+_CLAUSE = re.compile(r"[，]|[,](?=\s+(?:i|my|but|and)\b|\s*[\u4e00-\u9fff])|"
+                     r"\s+(?:but|and|since|because|so|as)\s+(?=i\b|my\b)", re.I)
 _AND_VERB = re.compile(r"\s+and\s+(?=(?:\w+ly\s+)?(?:prefer|love|like|enjoy|dislike|hate|avoid)\b)", re.I)
 _AND_STATE = re.compile(r"\s+and\s+(?=(?:\w+ly\s+)?(?:into|interested in|a (?:big |huge )?fan of)\b)", re.I)
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;\n])")

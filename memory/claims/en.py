@@ -11,12 +11,14 @@ from memory.claims.rule import Read, Rule
 from memory.models import EventType
 
 MAX_WORDS = 6  # longer is a clause, not a phrase: no belief rather than a cut one
+MAX_LIST_WORDS = 8  # "X and Y" longer than this is a clause with "and" in it, not a list
 
 #: what may stand before the speaker at a clause's start ("Honestly, I…")
 LEAD = (r"(?:(?:well|oh|so|and|but|also|actually|honestly|anyway|btw|by the way|frankly|personally|yeah|yes|"
-        r"no|ok|okay|hi|hey|hello|to be honest|as for me|for me|in fact|plus|though)\s*[,!]?\s+)*")
+        r"since|because|no|ok|okay|hi|hey|hello|to be honest|as for me|for me|in fact|plus|though)\s*[,!]?\s+)*")
 _ADV = (r"(?:(?:really|truly|also|just|do|absolutely|totally|genuinely|definitely|especially|still|always|actually|"
-        r"kind of|kinda|sort of|quite|pretty much|very much|much|generally|usually|tend to|seriously|deeply)\s+)*")
+        r"kind of|kinda|sort of|quite|pretty much|very much|much|generally|usually|tend to|seriously|deeply|"
+        r"(?!(?:hardly|barely|scarcely|rarely|seldom)\b)\w+ly)\s+)*")
 KIN = ("mom|mother|mum|dad|father|parents|brother|sister|brothers|sisters|siblings|son|daughter|sons|daughters|kids|"
        "children|child|wife|husband|grandma|grandmother|grandpa|grandfather|grandparents|aunt|uncle|cousin|niece|"
        "nephew|twins|grandson|granddaughter|grandkids|grandchildren|stepson|stepdaughter|stepmom|stepdad|"
@@ -51,11 +53,13 @@ _BOUNDARY = re.compile(
     r"for|with no|without|in my|at home|to keep|to help|to make|within|"
     r"by (?:the end|next|then)|in the (?:next|coming)|someday|one day|eventually|soon)\b.*$|"
     r"\s*[;:(—–]\s*.*$|\s+-\s.*$", re.I)
+_LIST_END = re.compile(_BOUNDARY.pattern.replace("|than|or|", "|than|"), re.I)  # a list's end: "or" goes on
 _TRAILING = re.compile(
     r"(?:\s+(?:a lot|so much|very much|too|as well|anymore|these days|lately|right now|now|today|at all|"
     r"a bunch|more|most|best|in general|overall|honestly|though|either|this (?:week|month|year)|"
     r"every (?:day|week)|all the time|sometimes|for (?:me|now)))+$", re.I)
-_LEADING = re.compile(r"^(?:the|a|an|my|our|some|any|all|both|certain|really|very|most|more)\s+", re.I)
+_LEADING = re.compile(r"^(?:the|a|an|my|our|some|any|all|both|certain|really|very|most|more|"
+                      r"(?:any |every )?(?:form|kind|type|sort)s? of)\s+", re.I)
 DEIXIS = re.compile(
     r"^(?:it|its|it's|this|that|these|those|them|him|her|his|hers|you|your|yours|yourself|what|which|how|"
     r"something|anything|everything|nothing|one|ones|here|there|he|she|they|their|we|us|me|myself|mine|"
@@ -96,12 +100,13 @@ def phrase(text: str) -> list[str]:
 
 def phrases(text: str) -> list[str]:
     """"X and Y", "X, Y or Z": one object each (every part a phrase, or the whole as one)."""
+    listed = _LIST_END.sub("", text.strip())  # up to the clause's end, its "or" and "and" kept
+    if re.search(r"\s(?:and|or)\s", listed) and len(listed.split()) <= MAX_LIST_WORDS:
+        parts = [_phrase(p) for p in re.split(r",?\s+(?:and also|and|or)\s+|,\s+", listed)]
+        if all(parts):
+            return parts
     whole = _phrase(text)
-    if not whole:
-        return []
-    listed = r",?\s+(?:and|or|and also)\s+|,\s+" if re.search(r"\s(?:and|or)\s", whole) else r",?\s+(?:and|or)\s+"
-    parts = [_phrase(p) for p in re.split(listed, whole)]
-    return parts if all(parts) else [whole]
+    return [whole] if whole else []
 
 
 def word(text: str) -> list[str]:
@@ -169,8 +174,10 @@ def _rules() -> list[Rule]:
              r"don’t) (?:really |quite |particularly |seem |seem to )*(?:appeal to me|work for me|agree with me|"
              r"suit me|(?:very |that |too |particularly )?appealing(?: to me)?|fit (?:me|my [\w\s]{1,20})|"
              r"align with (?:my|our) values)$", phrases),
-        rule("likes", "likes", likes, rf"{i} {_ADV}(?:like|love|enjoy|adore|prefer|lean towards|gravitate towards|"
-             r"have (?:a |an )?(?:strong |clear |real )?(?:preference|soft spot|passion|love) for)\s+(.+)$", phrases),
+        rule("dislikes", "dislikes", dislike, rf"{i} {_ADV}prefer (?:to avoid|not to)\s+(.+)$", phrases),
+        rule("likes", "likes", likes, rf"{i} {_ADV}(?:(?:like|love|enjoy|adore|prefer)(?! to avoid| not)|lean towards|"
+             r"gravitate towards|have (?:a |an )?(?:strong |clear |real )?(?:preference|soft spot|passion|love) for)"
+             r"\s+(.+)$", phrases),
         rule("likes", "likes", likes, rf"{im} {_ADV}(?:a (?:big |huge )?fan of|into|passionate about|obsessed with|"
              r"fond of|(?:particularly |very |really )?(?:interested in|intrigued by|drawn to))\s+(.+)$", phrases),
         rule("subject", "subject_preference", likes,

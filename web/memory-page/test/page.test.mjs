@@ -27,6 +27,9 @@ test("a person sees, understands and corrects what the agent believes about them
     await page.getByRole("heading", { name: "记忆透明度" }).waitFor();
     const likes = page.locator(".belief", { hasText: "喜欢: 化学" });
     await likes.waitFor();
+    // three beliefs, none made from the user's questions ("我住在哪里？你知道我最喜欢什么吗？")
+    assert.equal(await page.locator(".belief").count(), 3);
+    for (const belief of await page.locator(".belief").allTextContents()) assert.doesNotMatch(belief, /哪里|什么/);
     assert.match(await likes.textContent(), /\d+%/);
     assert.match(await likes.textContent(), /来源: 规则/);
     await likes.getByRole("button", { name: "查看依据" }).click();
