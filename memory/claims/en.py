@@ -57,7 +57,8 @@ _LIST_END = re.compile(_BOUNDARY.pattern.replace("|than|or|", "|than|"), re.I)  
 _TRAILING = re.compile(
     r"(?:\s+(?:a lot|so much|very much|too|as well|anymore|these days|lately|right now|now|today|at all|"
     r"a bunch|more|most|best|in general|overall|honestly|though|either|this (?:week|month|year)|"
-    r"every (?:day|week)|all the time|sometimes|for (?:me|now)))+$", re.I)
+    r"every (?:day|week)|all the time|sometimes|for (?:me|now)|last (?:week|month|year|night|time)|yesterday|"
+    r"recently|this morning|(?:a|one|two|three|a few) (?:days?|weeks?|months?|years?) ago))+$", re.I)
 _LEADING = re.compile(r"^(?:the|a|an|my|our|some|any|all|both|certain|really|very|most|more|"
                       r"(?:any |every )?(?:form|kind|type|sort)s? of)\s+", re.I)
 DEIXIS = re.compile(
@@ -152,6 +153,9 @@ def _rules() -> list[Rule]:
              r"^my (?:job|occupation|profession|day job) is (?:an? )?(.+)$", phrase),
         rule("grade", "grade", identity, rf"{im} in (?:the )?(\d{{1,2}}(?:st|nd|rd|th)? grade|year \d{{1,2}})\b", word),
         rule("grade", "grade", identity, rf"{im} an? (freshman|sophomore|junior|senior)\b", word),
+        rule("school", "school", identity, r"(?i:^i(?:'m|’m| am) (?:a |an )?(?:[\w-]+ ){0,3}(?:at|in)) "
+             r"([A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*){0,3} (?:High|School|College|University|Academy|Institute))\b",
+             word, 0),
         rule("school", "school", identity, r"(?i:^i (?:go to|study at|attend))\s+"
              r"([A-Z][\w' -]{2,40}(?:School|College|University))", word, 0),
         rule("family", "family", identity, rf"(?:^|[^\w'’])my ({KIN})\b", word),
@@ -186,6 +190,10 @@ def _rules() -> list[Rule]:
         rule("obstacle", "learning_obstacle", EventType.concept_confusion,
              r"^(?:.*?\s(?:and|but)\s+)?(.+?) (?:is|are) (?:\w+ )?my (?:worst|weakest|hardest) "
              r"(?:subject|class|course)s?\b", phrase),
+        rule("obstacle", "learning_obstacle", EventType.concept_confusion,
+             r"^(?:.*?,\s*(?:but|and)?\s*)?([^,]+?) (?:always |really |still |usually |just )?"
+             r"(?:trips me up|confuses me|is (?:so |really |too )?hard for me|gives me (?:a hard time|trouble))\b",
+             phrase),
         rule("obstacle", "learning_obstacle", EventType.concept_confusion, rf"{i} (?:really |still |always )?"
              r"(?:struggle|am struggling|'m struggling|have trouble|have a hard time) (?:with )?(.+)$", phrase),
         rule("mastery", "mastery", EventType.statement, rf"{i}(?:'ve|’ve| have)? (?:already |finally )?"
