@@ -1,7 +1,7 @@
 """The user turns the labelled belief set is made of, read from shared/dev-data at run time (never copied).
 
 A turn: ``{"id", "set", "lang", "text", "before"}`` — its data id, set, language, text and the other side's turn
-just before it ("" when none). The labels (``bench/beliefs/labels/<set>.jsonl``) hold only ids and beliefs, as
+just before it ("" when none). The labels (``bench/beliefs/dev_labels.jsonl``) hold only sets, ids and beliefs, as
 the sets' licences require; ``bench/beliefs/cases.jsonl`` holds our own hand-written hard cases with their text.
 
     python -m bench.belief_turns --sample memdaily --n 220 > /tmp/memdaily_turns.jsonl   # how the ids were drawn

@@ -4,7 +4,7 @@
     python -m bench.beliefs_dev --llm http://127.0.0.1:8080/v1 --model gemma3   # rules + the LLM stage
     python -m bench.beliefs_dev --show 40             # up to 40 failing turns of each kind, with their text
 
-The labelled turns: ``bench/beliefs/labels/<set>.jsonl`` (ids + labels; the text is read from shared/dev-data,
+The labelled turns: ``bench/beliefs/dev_labels.jsonl`` (set, id, labels; the text is read from shared/dev-data,
 whose licences forbid copying it, ``bench.belief_turns``) and ``bench/beliefs/cases.jsonl`` (our own hard cases,
 with their text). How a belief matches a label: ``bench/beliefs/GUIDE.md``. A set whose folder is absent is
 skipped (its labels say nothing without the text). Results (ids and figures only) go to
@@ -33,7 +33,7 @@ from memory.models import Fact, FactSource, Message, Role
 from memory.vocabulary import load_vocabulary
 
 HERE = Path(__file__).resolve().parent
-LABELS = HERE / "beliefs" / "labels"
+LABELS = HERE / "beliefs" / "dev_labels.jsonl"
 CASES = HERE / "beliefs" / "cases.jsonl"
 RESULTS = HERE / "results"
 CALIBRATION_BINS = (0.0, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.01)
@@ -47,9 +47,9 @@ def labelled(root: Path) -> list[dict]:
     """Every labelled turn whose text is at hand: ``{"id", "set", "lang", "text", "before", "beliefs", "traps"}``."""
     out = [json.loads(line) | {"set": "cases"} for line in CASES.read_text().splitlines() if line.strip()] \
         if CASES.exists() else []
-    for path in sorted(LABELS.glob("*.jsonl")):
-        name = path.stem
-        labels = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    every = [json.loads(line) for line in LABELS.read_text().splitlines() if line.strip()]
+    for name in dict.fromkeys(label["set"] for label in every):
+        labels = [label for label in every if label["set"] == name]
         if not (root / name / "load.py").exists():
             print(f"{name}: skipped, no {root / name}")
             continue
