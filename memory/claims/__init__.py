@@ -45,13 +45,14 @@ _ASKED = re.compile(r"[?？]\s*$|(?:吗|么)[\s。!！~]*$")
 _ZH_NOT_OWN = re.compile(r"如果|要是|假如|假设|万一|的话|除非|一旦|每当|每次|当[^，。]{0,12}(?:时|的时候)|宁愿|宁可|"
                          r"(?:说|觉得|认为|以为)(?!话)|(?:他|她|他们|她们|别人|大家|人家|同学|朋友)\S{0,4}(?:叫|喊|称)我")
 _EN_NOT_OWN = re.compile(
-    r"\b(?:if|whenever|unless|suppose|supposing|imagine|in case|wish|would|could|might|should|i'd|i’d|i'll|i’ll|"
-    r"sometimes|when|says?|said|told|tells|thinks?|thought|believes?|according to)\b|"
-    r"(?<=\w )(?<!can )(?<!please )(?<!just )call(?:s|ed)? me\b", re.I)
-_EN_NOT_OWN_WORDS = ("if", "when", "unless", "suppos", "imagin", "in case", "wish", "would", "could", "might",
-                     "should", "i'd", "i’d", "i'll", "i’ll", "sometimes", "say", "said", "told", "tell", "think",
+    r"\b(?:if|whenever|unless|suppose|supposing|imagine|in case|when|says?|said|told|tells|thinks?|thought|"
+    r"believes?|according to)\b|(?<=\w )(?<!can )(?<!please )(?<!just )call(?:s|ed)? me\b", re.I)
+_EN_NOT_OWN_WORDS = ("if", "when", "unless", "suppos", "imagin", "in case", "say", "said", "told", "tell", "think",
                      "thought", "believ", "according", "call")
-_CLAUSE = re.compile(r"[，]|[,](?=\s+(?:i|my|but|and)\b|\s*[\u4e00-\u9fff])|"
+#: a hypothetical or a wish is its own clause's ("Cycling doesn't appeal to me, and I'd rather not…": the first
+#: clause stands)
+_EN_MODAL = re.compile(r"\b(?:would|could|might|should|wish|i'd|i’d|i'll|i’ll|sometimes)\b", re.I)
+_CLAUSE = re.compile(r"[，]|[,](?=\s+(?:i|my|but|and)\b|\s*[\u4e00-\u9fff])|\s+[-—–]\s+|"
                      r"\s+(?:but|and|since|because|so|as)\s+(?=i\b|my\b)", re.I)
 _AND_VERB = re.compile(r"\s+and\s+(?=(?:\w+ly\s+)?(?:prefer|love|like|enjoy|dislike|hate|avoid)\b)", re.I)
 _AND_STATE = re.compile(r"\s+and\s+(?=(?:\w+ly\s+)?(?:into|interested in|a (?:big |huge )?fan of)\b)", re.I)
@@ -93,7 +94,7 @@ def clauses(sentence: str) -> Iterator[str]:
     speaker = False
     for n, clause in enumerate(parts):
         clause = _CLAUSE_END.sub("", clause.strip())
-        if not clause or _QUESTION.search(clause) or (asked and n == len(parts) - 1):
+        if not clause or _QUESTION.search(clause) or (asked and n == len(parts) - 1) or _EN_MODAL.search(clause):
             speaker = False
             continue
         clause = _EN_LEAD.sub("", _ZH_LEAD.sub("", clause))

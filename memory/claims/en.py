@@ -15,12 +15,13 @@ MAX_LIST_WORDS = 8  # "X and Y" longer than this is a clause with "and" in it, n
 
 #: what may stand before the speaker at a clause's start ("Honestly, I…")
 LEAD = (r"(?:(?:well|oh|so|and|but|also|actually|honestly|anyway|btw|by the way|frankly|personally|yeah|yes|"
-        r"since|because|no|ok|okay|hi|hey|hello|to be honest|as for me|for me|in fact|plus|though)\s*[,!]?\s+)*")
+        r"since|because|no|ok|okay|hi|hey|hello|to be honest|as for me|for me|in fact|plus|though|now|"
+        r"on (?:another|a different|a related|a side) note|speaking of which|that said)\s*[,!]?\s+)*")
 _ADV = (r"(?:(?:really|truly|also|just|do|absolutely|totally|genuinely|definitely|especially|still|always|actually|"
         r"kind of|kinda|sort of|quite|pretty much|very much|much|generally|usually|tend to|seriously|deeply|"
         r"(?!(?:hardly|barely|scarcely|rarely|seldom)\b)\w+ly)\s+)*")
-KIN = ("mom|mother|mum|dad|father|parents|brother|sister|brothers|sisters|siblings|son|daughter|sons|daughters|kids|"
-       "children|child|wife|husband|grandma|grandmother|grandpa|grandfather|grandparents|aunt|uncle|cousin|niece|"
+KIN = ("mom|mother|mum|dad|father|parents|brother|sister|brothers|sisters|siblings|son|daughter|sons|daughters|"
+       "kid|kids|children|child|wife|husband|grandma|grandmother|grandpa|grandfather|grandparents|aunt|uncle|cousin|niece|"
        "nephew|twins|grandson|granddaughter|grandkids|grandchildren|stepson|stepdaughter|stepmom|stepdad|"
        "in-laws|missus|fiancé|fiancée|fiance|fiancee")
 _OCCUPATION = re.compile(
@@ -43,17 +44,21 @@ _NOT_OCCUPATION = re.compile(r"^(?:fan|big fan|huge fan|beginner|newbie|bit|litt
                              r"lover|member|user|customer|client|buyer|owner of)\b", re.I)
 _EMOTION = ("tired|exhausted|stressed|stressed out|anxious|nervous|happy|sad|upset|frustrated|overwhelmed|lonely|"
             "bored|excited|worried|scared|afraid|angry|depressed|down|burned out|burnt out|calm|relieved|confused|"
-            "homesick|heartbroken|hopeful|grateful|thrilled|miserable|confident|concerned|drained|burnt-out")
+            "homesick|heartbroken|hopeful|grateful|thrilled|miserable|confident|concerned|drained|burnt-out|stuck")
 _GOAL_VERBS = (r"learn|become|get better at|improve|pass|run|finish|complete|build|start|launch|write|publish|lose|"
                r"gain|save|buy|travel|visit|master|open|adopt|move to|get into|get a|find a|quit|earn|reach|"
                r"switch to|transition into|retire|train for|qualify for|apply to")
 _BOUNDARY = re.compile(
     r"\s+(?:that|which|who|whom|whose|because|since|when|whenever|while|but|so|as|if|although|though|until|"
     r"unless|whereas|where|before|after|than|or|cause|cuz|like|especially|except|instead|due to|rather|"
-    r"for|with no|without|in my|at home|to keep|to help|to make|within|"
+    r"for|with no|without|in my|at home|to keep|to help|to make|within|outside of|at work|in my free time|"
     r"by (?:the end|next|then)|in the (?:next|coming)|someday|one day|eventually|soon)\b.*$|"
     r"\s*[;:(—–]\s*.*$|\s+-\s.*$", re.I)
 _LIST_END = re.compile(_BOUNDARY.pattern.replace("|than|or|", "|than|"), re.I)  # a list's end: "or" goes on
+_CONTRAST = re.compile(r",?\s+(?:not|rather than|instead of)\s.*$", re.I)
+#: a light verb's gerund cut before its relative clause says nothing: "using devices [that support Linux]"
+_LIGHT = re.compile(r"^(?:using|having|getting|doing|making|working with|dealing with)\s+\S+(?:\s+\S+)?$", re.I)
+_RELATIVE = re.compile(r"\s+(?:that|which|who|whom|whose|where)\s", re.I)
 _TRAILING = re.compile(
     r"(?:\s+(?:a lot|so much|very much|too|as well|anymore|these days|lately|right now|now|today|at all|"
     r"a bunch|more|most|best|in general|overall|honestly|though|either|this (?:week|month|year)|"
@@ -75,6 +80,9 @@ _HEAD = re.compile(r"\b(?:idea|ideas|suggestion|suggestions|recommendation|recom
 
 def _phrase(text: str) -> str:
     """The whole phrase at the start of ``text``, or "" when there is none a belief can hold."""
+    head = _RELATIVE.split(text.strip(), maxsplit=1)
+    if len(head) > 1 and _LIGHT.match(head[0]):
+        return ""
     pieces = _BOUNDARY.sub("", text.strip()).split(",")
     found = pieces[0]
     for piece in pieces[1:]:  # "small, boutique hotels": a list of modifiers, not the clause's end
@@ -101,13 +109,18 @@ def phrase(text: str) -> list[str]:
 
 def phrases(text: str) -> list[str]:
     """"X and Y", "X, Y or Z": one object each (every part a phrase, or the whole as one)."""
-    listed = _LIST_END.sub("", text.strip())  # up to the clause's end, its "or" and "and" kept
+    listed = _CONTRAST.sub("", _LIST_END.sub("", text.strip()))  # to the clause's end or a contrast ("…, not Z")
     if re.search(r"\s(?:and|or)\s", listed) and len(listed.split()) <= MAX_LIST_WORDS:
         parts = [_phrase(p) for p in re.split(r",?\s+(?:and also|and|or)\s+|,\s+", listed)]
         if all(parts):
             return parts
     whole = _phrase(text)
     return [whole] if whole else []
+
+
+def goal(text: str) -> list[str]:
+    """What they want to achieve, without what it is about ("write a new book [about …]")."""
+    return phrase(re.split(r"\s+(?:about|so that|so)\s+", text, maxsplit=1)[0])
 
 
 def word(text: str) -> list[str]:
@@ -146,8 +159,9 @@ def _rules() -> list[Rule]:
              r"my home ?town is|home is))\s+((?:the )?[A-Z][\w'’.-]*(?:,? [A-Z][\w'’.-]*){0,3})", word, 0),
         rule("occupation", "occupation", identity, rf"{i} work (?:as|in|at|for) (.+)$", phrase),
         rule("occupation", "occupation", identity, rf"{im} (?:an? |the )(.+)$", occupation),
-        rule("occupation", "occupation", identity, rf"{i}(?:'m|’m| am)? (?:work(?:ing)?|start(?:ing)?"
-             rf"(?: my first year| out)?|employed|serv(?:e|ing)) as (?:an? )?(.+)$", occupation),
+        rule("occupation", "occupation", identity, rf"{i}(?:'m|’m| am|'ve|’ve| have)? (?:just |recently |been )?"
+             r"(?:work(?:ing|ed)?|start(?:ing|ed)?(?: my first (?:year|job)| a new job| out| working)?|employed|"
+             r"serv(?:e|ing|ed)) as (?:an? )?(.+)$", occupation),
         rule("occupation", "occupation", identity, r"^as an? ([\w\s'’-]{2,30})$", occupation),
         rule("occupation", "occupation", identity,
              r"^my (?:job|occupation|profession|day job) is (?:an? )?(.+)$", phrase),
@@ -184,6 +198,10 @@ def _rules() -> list[Rule]:
              r"\s+(.+)$", phrases),
         rule("likes", "likes", likes, rf"{im} {_ADV}(?:a (?:big |huge )?fan of|into|passionate about|obsessed with|"
              r"fond of|(?:particularly |very |really )?(?:interested in|intrigued by|drawn to))\s+(.+)$", phrases),
+        rule("style", "learning_style", likes,
+             rf"{i} (?:\w+ )?learn (?:best|better|most|fastest) (?:by|with|through|from)\s+(.+)$", phrase),
+        rule("style", "learning_style", likes, rf"{im} (?:a |an )((?:visual|auditory|hands-on|kinesthetic|reading|"
+             r"practical|slow|fast) learner)\b", word),
         rule("subject", "subject_preference", likes,
              r"^(?:.*?\s(?:and|but)\s+)?(.+?) (?:is|are) (?:\w+ )?my (?:favou?rite|best) "
              r"(?:subject|class|course)s?\b", phrase),
@@ -194,8 +212,9 @@ def _rules() -> list[Rule]:
              r"^(?:.*?,\s*(?:but|and)?\s*)?([^,]+?) (?:always |really |still |usually |just )?"
              r"(?:trips me up|confuses me|is (?:so |really |too )?hard for me|gives me (?:a hard time|trouble))\b",
              phrase),
-        rule("obstacle", "learning_obstacle", EventType.concept_confusion, rf"{i} (?:really |still |always )?"
-             r"(?:struggle|am struggling|'m struggling|have trouble|have a hard time) (?:with )?(.+)$", phrase),
+        rule("obstacle", "learning_obstacle", EventType.concept_confusion,
+             rf"{i}(?:'m|’m| am)? (?:really |still |always )?(?:struggle|struggling|have trouble|have a hard time) "
+             r"(?:with )?(.+)$", phrase),
         rule("mastery", "mastery", EventType.statement, rf"{i}(?:'ve|’ve| have)? (?:already |finally )?"
              r"(?:mastered|got the hang of|know how to use)\s+(.+)$", phrase),
         rule("mastery", "mastery", EventType.statement, rf"{im} (?:already |pretty |quite |very |really )?"
@@ -203,10 +222,12 @@ def _rules() -> list[Rule]:
         rule("goal", "goal", EventType.goal, r"^my (?:main |big |biggest |ultimate |long-term |real |personal )?"
              r"(?:goal|dream|aim)s?(?: for [\w\s]{1,20})?(?: (?:is|are)|:) (?:to )?"
              r"(?!unclear|not\b|simple|easy|hard|clear|different|the same|changing|ambitious)(.+)$", phrase),
-        rule("goal", "goal", EventType.goal, rf"{i}(?:'m|’m| am)? {_ADV}(?:want|hope|plan|planning|aim|aiming|intend|"
-             rf"trying|try|hoping|determined|working|dream|dreaming|decided|'ve decided|’ve decided|have decided) "
-             rf"(?:to|of|towards|toward) "
-             rf"((?:{_GOAL_VERBS})\b.*)$", phrase),
+        rule("goal", "goal", EventType.goal, rf"{i}(?:'m|’m| am|'ve|’ve| have)? {_ADV}(?:want|hope|plan|planning|aim|"
+             r"aiming|intend|trying|try|hoping|determined|working|dream|dreaming|decided) (?:to|of|towards|toward) "
+             rf"((?:{_GOAL_VERBS})\b.*)$", goal),
+        rule("goal", "goal", EventType.goal, rf"{i}(?:'m|’m| am|'ve|’ve| have)? (?:been )?(?:thinking|considering) "
+             r"(?:of |about )?((?:adopting|learning|starting|launching|opening|expanding|writing|building|becoming|"
+             r"advancing|improving|switching to|moving to|getting into)\b.*)$", goal),
         rule("emotion", "emotion_state", EventType.emotion, rf"^i(?:'m|’m| am| feel| am feeling|'m feeling|"
              r"’m feeling) (?:so |very |really |a bit |a little |kind of |pretty |quite |super |totally |just |"
              r"honestly |incredibly |extremely |particularly |a lot more |more |still |genuinely )*"
