@@ -1,14 +1,16 @@
 """Beliefs against the labelled set: precision and coverage per relation and language, with the failing turns.
 
-    python -m bench.beliefs_dev                       # the rules (what ``make bench-beliefs`` runs)
-    python -m bench.beliefs_dev --llm http://127.0.0.1:8080/v1 --model gemma3   # rules + the LLM stage
+    python -m bench.beliefs_dev                       # the rules (what ``make bench-beliefs`` runs), both splits
+    python -m bench.beliefs_dev --llm --sample 150    # and with the LLM stage (a local gemma-3-270m server)
     python -m bench.beliefs_dev --show 40             # up to 40 failing turns of each kind, with their text
 
-The labelled turns: ``bench/beliefs/dev_labels.jsonl`` (set, id, labels; the text is read from shared/dev-data,
-whose licences forbid copying it, ``bench.belief_turns``) and ``bench/beliefs/cases.jsonl`` (our own hard cases,
-with their text). How a belief matches a label: ``bench/beliefs/GUIDE.md``. A set whose folder is absent is
-skipped (its labels say nothing without the text). Results (ids and figures only) go to
-``bench/results/beliefs_dev[_llm].json``.
+The labelled turns, in two splits (``SPLITS``): ``tuning`` — ``bench/beliefs/dev_labels.jsonl`` (set, id, labels;
+the text is read from shared/dev-data, whose licences forbid copying it, ``bench.belief_turns``) and
+``bench/beliefs/cases.jsonl`` (our own hard cases, with their text), what the rules were written against — and
+``holdout``, the same kinds labelled afterwards by others and never looked at while changing a rule
+(``holdout_labels.jsonl``, ``holdout_cases.jsonl``): its figures are the honest ones. How a belief matches a
+label: ``bench/beliefs/GUIDE.md``. A set whose folder is absent is skipped (its labels say nothing without the
+text). Results (ids and figures only) go to ``bench/results/beliefs_dev[_llm].json``.
 """
 
 from __future__ import annotations
@@ -33,8 +35,10 @@ from memory.models import Fact, FactSource, Message, Role
 from memory.vocabulary import load_vocabulary
 
 HERE = Path(__file__).resolve().parent
-LABELS = HERE / "beliefs" / "dev_labels.jsonl"
-CASES = HERE / "beliefs" / "cases.jsonl"
+#: the split's (dev sets' ids and labels, our own cases with their text): "tuning" — what the rules were written
+#: against — and "holdout", labelled apart afterwards and never looked at while changing a rule
+SPLITS = {"tuning": (HERE / "beliefs" / "dev_labels.jsonl", HERE / "beliefs" / "cases.jsonl"),
+          "holdout": (HERE / "beliefs" / "holdout_labels.jsonl", HERE / "beliefs" / "holdout_cases.jsonl")}
 RESULTS = HERE / "results"
 CALIBRATION_BINS = (0.0, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.01)
 _DROP = re.compile(r"[\s\"'“”‘’`.,!?;:，。！？；：、()（）\[\]【】《》*_-]+")
@@ -43,11 +47,12 @@ _LEADING = re.compile(r"^(?:the|a|an|my|our|his|her|their|some|this|that|these|t
 Extractor = Callable[[Message, str], list[Fact]]  # a user's message and the turn before it → its beliefs
 
 
-def labelled(root: Path) -> list[dict]:
-    """Every labelled turn whose text is at hand: ``{"id", "set", "lang", "text", "before", "beliefs", "traps"}``."""
-    out = [json.loads(line) | {"set": "cases"} for line in CASES.read_text().splitlines() if line.strip()] \
-        if CASES.exists() else []
-    every = [json.loads(line) for line in LABELS.read_text().splitlines() if line.strip()]
+def labelled(root: Path, split: str = "tuning") -> list[dict]:
+    """Every labelled turn of ``split`` whose text is at hand: ``{"id", "set", "lang", "text", "before", "beliefs",
+    "traps"}``."""
+    labels_file, cases_file = SPLITS[split]
+    out = [json.loads(line) | {"set": "cases"} for line in cases_file.read_text().splitlines() if line.strip()]
+    every = [json.loads(line) for line in labels_file.read_text().splitlines() if line.strip()]
     for name in dict.fromkeys(label["set"] for label in every):
         labels = [label for label in every if label["set"] == name]
         if not (root / name / "load.py").exists():
@@ -82,10 +87,17 @@ def same_object(made: str, label: str) -> bool:
     return short in long and 2 * _size(short) >= _size(long)
 
 
-def matches(fact: Fact, belief: dict) -> bool:
+def matches(fact: Fact, belief: dict, near: bool = False) -> bool:
+    """The label's relation (or one it allows) and object (``same_object``; ``near``: either inside the other, a
+    belief true of the user but worded longer or shorter than the label — "caffeine in all forms" for caffeine)."""
     relations = {belief["relation"], *belief.get("also_relations", [])}
-    return fact.relation in relations and any(same_object(fact.object, o)
-                                              for o in [belief["object"], *belief.get("also", [])])
+    same = _inside if near else same_object
+    return fact.relation in relations and any(same(fact.object, o) for o in [belief["object"], *belief.get("also", [])])
+
+
+def _inside(made: str, label: str) -> bool:
+    a, b = norm(made), norm(label)
+    return bool(a and b) and (a in b or b in a)
 
 
 def rules(message: Message, before: str) -> list[Fact]:
@@ -116,7 +128,8 @@ def judge(turns: Iterable[dict], extractor: Extractor) -> list[dict]:
         started = time.perf_counter()
         facts = extractor(message_of(turn), turn.get("before", ""))
         ms = 1000 * (time.perf_counter() - started)
-        made = [(f.relation, f.object, f.confidence, any(matches(f, b) for b in turn["beliefs"])) for f in facts]
+        made = [(f.relation, f.object, f.confidence, any(matches(f, b) for b in turn["beliefs"]),
+                 any(matches(f, b, near=True) for b in turn["beliefs"])) for f in facts]
         found = [any(matches(f, b) for f in facts) for b in turn["beliefs"]]
         out.append(turn | {"made": made, "found": found, "ms": ms, "families": families(turn["text"], facts)})
     return out
@@ -133,7 +146,7 @@ def calibration_by_family(judged: list[dict]) -> dict[str, dict[str, float]]:
     """Each family's beliefs made and right, and the confidence that measure gives it: (right + 1) / (made + 2)."""
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for t in judged:
-        for (_, _, _, ok), family in zip(t["made"], t["families"], strict=True):
+        for (_, _, _, ok, _), family in zip(t["made"], t["families"], strict=True):
             counts[family][0] += ok
             counts[family][1] += 1
     return {family: {"right": right, "made": made, "confidence": round((right + 1) / (made + 2), 2)}
@@ -193,7 +206,7 @@ def report(judged: list[dict], show: int) -> dict:
     covered: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])  # (lang, relation) → [found, labels]
     for t in judged:
         lang = "en" if t["lang"] == "en" else "zh"  # mixed zh/en cases count with zh (Chinese-first)
-        for relation, _, _, ok in t["made"]:
+        for relation, _, _, ok, _ in t["made"]:
             for key in ((lang, relation), (lang, "all"), ("all", "all")):
                 made[key][0] += ok
                 made[key][1] += 1
@@ -243,7 +256,12 @@ def report(judged: list[dict], show: int) -> dict:
                 print(f"[{t['set']} {t['id']}] {' '.join(t['text'].split())[:300]}")
                 print(f"    made {[(m[0], m[1]) for m in t['made']]}")
                 print(f"    gold {[(b['relation'], b['object']) for b in t['beliefs']]}  traps {t.get('traps', [])}")
+    near = {lang: [m[4] for t in judged for m in t["made"] if lang in ("all", "en" if t["lang"] == "en" else "zh")]
+            for lang in ("zh", "en", "all")}
+    print("\nprecision if a belief worded longer or shorter than its label counts (either inside the other): "
+          + ", ".join(f"{lang} {_pct(sum(v), len(v)).strip()}" for lang, v in near.items()))
     overall = {"precision": made["all", "all"][0] / max(1, made["all", "all"][1]),
+               "precision_near": sum(near["all"]) / max(1, len(near["all"])),
                "coverage": covered["all", "all"][0] / max(1, covered["all", "all"][1])}
     return {"overall": overall, "per_set": per_set, "calibration": calibration, "by_family": by_family,
             "by_language": {lang: {"precision": made[lang, "all"][0] / max(1, made[lang, "all"][1]),
@@ -260,19 +278,25 @@ def main() -> None:
     parser.add_argument("--llm", action="store_true", help="rules and the LLM stage against a local gemma-3-270m "
                         "server (tests/llama_server.py), beside the rules alone on the same turns")
     parser.add_argument("--sample", type=int, default=150, help="with --llm: every n-th turn to make about this many")
+    parser.add_argument("--split", choices=[*SPLITS, "both"], default="both",
+                        help="tuning (what the rules were written against), holdout (labelled apart), or both")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
-    turns = labelled(dev_data_root())
-    if args.sets:
-        turns = [t for t in turns if t["set"] in args.sets.split(",")]
-    if args.llm:
-        turns = turns[::max(1, len(turns) // args.sample)]
-        print(f"=== rules alone, {len(turns)} turns ===")
-        report(judge(turns, rules), 0)
-        print(f"\n=== rules + the LLM stage (gemma-3-270m, local), the same {len(turns)} turns ===")
-        figures = with_llm(turns, args.show)
-    else:
-        figures = report(judge(turns, rules), args.show)
+    figures: dict = {}
+    for split in SPLITS if args.split == "both" else [args.split]:
+        turns = labelled(dev_data_root(), split)
+        if args.sets:
+            turns = [t for t in turns if t["set"] in args.sets.split(",")]
+        if args.llm:
+            turns = turns[::max(1, len(turns) // args.sample)]
+            print(f"=== {split}: rules alone, {len(turns)} turns ===")
+            alone = report(judge(turns, rules), 0)
+            print(f"\n=== {split}: rules + the LLM stage (gemma-3-270m, local), the same {len(turns)} turns ===")
+            figures[split] = {"rules": alone, "with_llm": with_llm(turns, args.show)}
+        else:
+            print(f"=== {split} ===")
+            figures[split] = report(judge(turns, rules), args.show)
+        print()
     out = Path(args.out) if args.out else RESULTS / f"beliefs_dev{'_llm' if args.llm else ''}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(figures, indent=1))

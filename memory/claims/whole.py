@@ -28,15 +28,16 @@ SHORT_ANSWERS: tuple[tuple[re.Pattern[str], str], ...] = (
                 rf"\byour {_EN_ANSWERS} (?:are|is) (?:way |much |far )?too long", re.I), "short answers"),
 )
 _SPAN = r"[^，。！？；、,.!?;\n]"
-#: a concept the user confuses or does not understand (every group is one), in a clause of their own
+#: a concept the user confuses or does not understand (every group is one), in a clause of their own; a group is
+#: read whole (``claims._concept``: a phrase, or nothing), never cut at a length
 CONFUSIONS: tuple[re.Pattern[str], ...] = (
-    re.compile(rf"(?:把|将)({_SPAN}{{1,15}}?)(?:和|与|跟)({_SPAN}{{1,15}}?)(?:搞混|弄混|混淆|搞错|弄错|分不清|弄反|记混)"),
-    re.compile(rf"(?:分不清|搞不清|区分不了)(?:楚)?({_SPAN}{{1,15}}?)(?:和|与|跟)({_SPAN}{{1,15}})"),
-    re.compile(rf"(?:不懂|不明白|不理解|搞不懂|弄不懂|看不懂|没懂|没搞懂|学不会)({_SPAN}{{1,20}})"),
+    re.compile(rf"(?:把|将)({_SPAN}+?)(?:和|与|跟)({_SPAN}+?)(?:搞混|弄混|混淆|搞错|弄错|分不清|弄反|记混)"),
+    re.compile(rf"(?:分不清|搞不清|区分不了)(?:楚)?({_SPAN}+?)(?:和|与|跟)({_SPAN}+)"),
+    re.compile(rf"(?:不懂|不明白|不理解|搞不懂|弄不懂|看不懂|没懂|没搞懂|学不会)({_SPAN}+)"),
     re.compile(r"\bi (?:always |often |keep |still )?(?:confuse|mix up|mixing up|get confused between)\s+"
-               r"(.+?)\s+(?:and|with)\s+([^,.!?;\n]{1,30})", re.I),
-    re.compile(r"\bi (?:still )?(?:don't|do not|dont) (?:understand|get)\s+([^,.!?;\n]{1,40})", re.I),
-    re.compile(r"\bi'?m (?:confused|lost) (?:about|by|with)\s+([^,.!?;\n]{1,40})", re.I),
+               r"(.+?)\s+(?:and|with)\s+([^,.!?;\n]+)", re.I),
+    re.compile(r"\bi (?:still )?(?:don't|do not|dont) (?:understand|get)\s+([^,.!?;\n]+)", re.I),
+    re.compile(r"\bi'?m (?:confused|lost) (?:about|by|with)\s+([^,.!?;\n]+)", re.I),
 )
 #: A correct statement of a concept's core fact shows mastery of it (and is counter-evidence to a
 #: learning obstacle on it): "我不懂三角函数" … later "sin²x+cos²x=1".
