@@ -5,6 +5,11 @@ just before it ("" when none). The labels (``bench/beliefs/dev_labels.jsonl``) h
 the sets' licences require; ``bench/beliefs/cases.jsonl`` holds our own hand-written hard cases with their text.
 
     python -m bench.belief_turns --sample memdaily --n 220 > /tmp/memdaily_turns.jsonl   # how the ids were drawn
+    python -m bench.belief_turns --sample memdaily --n 90 --seed 4242 --exclude bench/beliefs/dev_labels.jsonl
+                                                            # the held-out split's (270 drawn, the first 90 new)
+
+Drawn so (n per set, tuning / held out): memdaily 220 / 90, realmem 130 / 50, prefeval 130 / 60,
+vehiclemembench 120 / 40; the held-out draw asks for three times n and keeps the first n not in the tuning split.
 
 vehiclemembench: each chat line is its speaker's own turn (the speaker is the user; the line before is
 ``before``).
@@ -39,7 +44,6 @@ def turns(name: str, root: Path | None = None) -> Iterator[dict]:
                 if own and t["text"].strip():
                     yield {"id": t["id"], "set": name, "lang": LANG[name], "text": t["text"], "before": before}
                 before = t["text"] if name != "memdaily" else before
-    return
 
 
 def by_id(name: str, wanted: set[str], root: Path | None = None) -> dict[str, dict]:
@@ -62,8 +66,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sample", choices=SETS, required=True)
     parser.add_argument("--n", type=int, default=150)
+    parser.add_argument("--seed", type=int, default=SAMPLE_SEED)
+    parser.add_argument("--exclude", type=Path, help="a labels file whose ids are left out (draws 3n, keeps n)")
     args = parser.parse_args()
-    for t in sample(args.sample, args.n):
+    taken = {json.loads(line)["id"] for line in args.exclude.read_text().splitlines() if line.strip()} \
+        if args.exclude else set()
+    drawn = sample(args.sample, 3 * args.n if taken else args.n, args.seed)
+    for t in [t for t in drawn if t["id"] not in taken][:args.n]:
         sys.stdout.write(json.dumps(t, ensure_ascii=False) + "\n")
 
 
