@@ -6,10 +6,13 @@ the sets' licences require; ``bench/beliefs/cases.jsonl`` holds our own hand-wri
 
     python -m bench.belief_turns --sample memdaily --n 220 > /tmp/memdaily_turns.jsonl   # how the ids were drawn
     python -m bench.belief_turns --sample memdaily --n 90 --seed 4242 --exclude bench/beliefs/dev_labels.jsonl
-                                                            # the held-out split's (270 drawn, the first 90 new)
+                                                            # dev_labels_2's (270 drawn, the first 90 new)
+    python -m bench.belief_turns --sample memdaily --n 150 --seed 2026 --exclude bench/beliefs/dev_labels.jsonl \
+        --exclude bench/beliefs/dev_labels_2.jsonl          # the held-out split's
 
-Drawn so (n per set, tuning / held out): memdaily 220 / 90, realmem 130 / 50, prefeval 130 / 60,
-vehiclemembench 120 / 40; the held-out draw asks for three times n and keeps the first n not in the tuning split.
+Drawn so (n per set: dev_labels / dev_labels_2 / holdout_labels): memdaily 220 / 90 / 150, realmem 130 / 50 / 80,
+prefeval 130 / 60 / 80, vehiclemembench 120 / 40 / 60; a draw that excludes asks for three times n and keeps the
+first n not excluded.
 
 vehiclemembench: each chat line is its speaker's own turn (the speaker is the user; the line before is
 ``before``).
@@ -67,10 +70,10 @@ def main() -> None:
     parser.add_argument("--sample", choices=SETS, required=True)
     parser.add_argument("--n", type=int, default=150)
     parser.add_argument("--seed", type=int, default=SAMPLE_SEED)
-    parser.add_argument("--exclude", type=Path, help="a labels file whose ids are left out (draws 3n, keeps n)")
+    parser.add_argument("--exclude", type=Path, action="append", default=[],
+                        help="a labels file whose ids are left out (draws 3n, keeps n); may repeat")
     args = parser.parse_args()
-    taken = {json.loads(line)["id"] for line in args.exclude.read_text().splitlines() if line.strip()} \
-        if args.exclude else set()
+    taken = {json.loads(line)["id"] for f in args.exclude for line in f.read_text().splitlines() if line.strip()}
     drawn = sample(args.sample, 3 * args.n if taken else args.n, args.seed)
     for t in [t for t in drawn if t["id"] not in taken][:args.n]:
         sys.stdout.write(json.dumps(t, ensure_ascii=False) + "\n")

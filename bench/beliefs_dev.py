@@ -35,9 +35,11 @@ from memory.models import Fact, FactSource, Message, Role
 from memory.vocabulary import load_vocabulary
 
 HERE = Path(__file__).resolve().parent
-#: the split's (dev sets' ids and labels, our own cases with their text): "tuning" — what the rules were written
-#: against — and "holdout", labelled apart afterwards and never looked at while changing a rule
-SPLITS = {"tuning": (HERE / "beliefs" / "dev_labels.jsonl", HERE / "beliefs" / "cases.jsonl"),
+#: each split's files (dev sets' ids and labels; our own cases with their text): "tuning" — what the rules were
+#: written against (the first round's held-out files, ``*_2``, joined it once read) — and "holdout", labelled apart
+#: afterwards and never looked at while changing a rule
+SPLITS = {"tuning": tuple(HERE / "beliefs" / f for f in ("dev_labels.jsonl", "dev_labels_2.jsonl",
+                                                            "cases.jsonl", "cases_2.jsonl")),
           "holdout": (HERE / "beliefs" / "holdout_labels.jsonl", HERE / "beliefs" / "holdout_cases.jsonl")}
 RESULTS = HERE / "results"
 CALIBRATION_BINS = (0.0, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.01)
@@ -50,9 +52,9 @@ Extractor = Callable[[Message, str], list[Fact]]  # a user's message and the tur
 def labelled(root: Path, split: str = "tuning") -> list[dict]:
     """Every labelled turn of ``split`` whose text is at hand: ``{"id", "set", "lang", "text", "before", "beliefs",
     "traps"}``."""
-    labels_file, cases_file = SPLITS[split]
-    out = [json.loads(line) | {"set": "cases"} for line in cases_file.read_text().splitlines() if line.strip()]
-    every = [json.loads(line) for line in labels_file.read_text().splitlines() if line.strip()]
+    lines = [json.loads(line) for f in SPLITS[split] for line in f.read_text().splitlines() if line.strip()]
+    out = [line | {"set": "cases"} for line in lines if "text" in line]
+    every = [line for line in lines if "text" not in line]
     for name in dict.fromkeys(label["set"] for label in every):
         labels = [label for label in every if label["set"] == name]
         if not (root / name / "load.py").exists():

@@ -30,7 +30,7 @@ from memory.vocabulary import Vocabulary
 
 __all__ = ["Claim", "find", "grounded"]
 
-_EN_SPEAKER = re.compile(r"\b(?:i|my|me)\b|^as an?\b", re.I)
+_EN_SPEAKER = re.compile(r"\b(?:i|my|me)\b|^(?:as an?|im)\b", re.I)
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _QUOTED = re.compile(r"“[^”]*”|「[^」]*」|『[^』]*』|\"[^\"\n]*\"|```.*?```|`[^`\n]*`", re.S)
 _EN_SENTENCE_END = re.compile(r"(?<=[a-z0-9)\]])\.(?:\s+|$)")
@@ -65,14 +65,14 @@ _OTHER_SUBJECT = re.compile(r"^(?:他|她|它|你|您|我们|大家|别人|有�
 _ANSWER_OBJECT = re.compile(r"(?:回答|回复|讲解|answers?|responses?|replies|explanations?)$", re.I)
 
 
-def sentences(text: str) -> Iterator[str]:
+def sentences(text: str, own: bool = True) -> Iterator[str]:
     """The sentences of a message that may state something of its speaker: quoted and fenced text taken out,
-    conditions, hypotheticals and reported speech passed over."""
+    conditions, hypotheticals and reported speech passed over (``own``; else only those)."""
     text = _QUOTED.sub(" ", html.unescape(text))
     for chunk in _SENTENCE_END.split(text):
         for sentence in _EN_SENTENCE_END.split(chunk):
             sentence = sentence.strip()
-            if sentence and not _not_own(sentence):
+            if sentence and _not_own(sentence) != own:
                 yield sentence
 
 
@@ -100,7 +100,7 @@ def clauses(sentence: str) -> Iterator[str]:
         clause = _EN_LEAD.sub("", _ZH_LEAD.sub("", clause))
         if _CJK.search(clause):
             if clause.startswith("我"):
-                speaker = "的" not in clause[:-1]  # "我刚路过的那个商场，是…": the 商场 is the subject
+                speaker = zh.speaks(clause)  # "我刚路过的那个商场，是…": the 商场 is the subject
             elif speaker and not _ZH_OTHERS.match(clause):
                 clause = "我" + clause
         if clause:
@@ -142,6 +142,13 @@ def find(text: str, vocabulary: Vocabulary) -> list[Claim]:
                 obj = (match.group(1) or "").strip()
                 if obj and not zh.DEIXIS.match(obj) and not en.DEIXIS.match(obj):
                     add(extra.relation, obj, "vocabulary", extra.event_type)
+                    if extra.relation == "issue_history":  # "my headphones arrived cracked": they have them
+                        add("product_owned", obj, "product", EventType.statement)
+    for sentence in sentences(text, own=False):  # "My mom says I'm lazy": whatever she says, he has a mom
+        for rule in (zh.KIN_RULE, en.KIN_RULE):
+            for match in rule.pattern.finditer(sentence):
+                for obj in rule.read(match.group(1)):
+                    add(rule.relation, obj, rule.family, rule.event_type)
     said = _QUOTED.sub(" ", html.unescape(text))
     for pattern, wish in wishes:
         for match in pattern.finditer(said):

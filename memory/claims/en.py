@@ -52,7 +52,7 @@ _BOUNDARY = re.compile(
     r"\s+(?:that|which|who|whom|whose|because|since|when|whenever|while|but|so|as|if|although|though|until|"
     r"unless|whereas|where|before|after|than|or|cause|cuz|like|especially|except|instead|due to|rather|"
     r"for|with no|without|in my|at home|to keep|to help|to make|within|outside of|at work|in my free time|"
-    r"by (?:the end|next|then)|in the (?:next|coming)|someday|one day|eventually|soon)\b.*$|"
+    r"by (?:the end|next|then|\d)|in the (?:next|coming)|(?:in )?under \d|someday|one day|eventually|soon)\b.*$|"
     r"\s*[;:(—–]\s*.*$|\s+-\s.*$", re.I)
 _LIST_END = re.compile(_BOUNDARY.pattern.replace("|than|or|", "|than|"), re.I)  # a list's end: "or" goes on
 _CONTRAST = re.compile(r",?\s+(?:not|rather than|instead of)\s.*$", re.I)
@@ -63,7 +63,8 @@ _TRAILING = re.compile(
     r"(?:\s+(?:a lot|so much|very much|too|as well|anymore|these days|lately|right now|now|today|at all|"
     r"a bunch|more|most|best|in general|overall|honestly|though|either|this (?:week|month|year)|"
     r"every (?:day|week)|all the time|sometimes|for (?:me|now)|last (?:week|month|year|night|time)|yesterday|"
-    r"recently|this morning|(?:a|one|two|three|a few) (?:days?|weeks?|months?|years?) ago))+$", re.I)
+    r"recently|this morning|(?:a|one|two|three|a few) (?:days?|weeks?|months?|years?) ago|in (?:all|any) "
+    r"(?:its |their )?forms?|of any kind|whatsoever))+$", re.I)
 _LEADING = re.compile(r"^(?:the|a|an|my|our|some|any|all|both|certain|really|very|most|more|"
                       r"(?:any |every )?(?:form|kind|type|sort)s? of)\s+", re.I)
 DEIXIS = re.compile(
@@ -78,20 +79,49 @@ _HEAD = re.compile(r"\b(?:idea|ideas|suggestion|suggestions|recommendation|recom
                    r"one|ones|you|yours|stuff|thing|things)$", re.I)
 
 
+#: a kind word whose post-modifier names what the user means: "films involving graphic violence" → graphic
+#: violence, "homes with an abundance of windows" → abundance of windows (the kind alone says nothing of them)
+_KIND = re.compile(
+    r"^(?:(?:watch|watching|read|reading|eat|eating|listen to|listening to|play|playing|wear|wearing|use|using|"
+    r"visit|visiting|stay in|staying in|do|doing)\s+)?(?:(?:the|a|an|any|all|most|some|those|these)\s+)?"
+    r"(?:[\w-]+\s+)?(?:films?|movies?|shows?|series|books?|novels?|music|songs?|genres?|routines?|workouts?|"
+    r"exercises?|activities|homes?|houses?|places?|restaurants?|foods?|dishes|meals?|recipes?|products?|clothes|"
+    r"clothing|games?|destinations?|trips?|tours?|hotels?|content|stories|apps?|cars?|vehicles?|"
+    r"options?|things|stuff|anything|something)\s+"
+    r"(?:(?:that|which)\s+(?:are\s+|is\s+)?(?:\w+ly\s+)?(?:involve|involves|include|includes|feature|features|"
+    r"contain|contains|based on|focused on|centered on|about|full of|heavy on|set in|have|has)|involving|featuring|"
+    r"including|containing|with|full of|based on|"
+    r"focused on|centered on|set in)\s+(.+)$", re.I)
+
+
+def _meant(text: str) -> str:
+    """What a phrase headed by a kind word means: its post-modifier's object ("shows based on X" → X)."""
+    kind = _KIND.match(text.strip())
+    return kind.group(1) if kind else text
+
+
+def _bare(text: str) -> str:
+    """``text`` without its leading articles, possessives and quantifiers ("a more private" → private)."""
+    text = text.strip()
+    while (shorter := _LEADING.sub("", text)) != text:
+        text = shorter
+    return text
+
+
 def _phrase(text: str) -> str:
     """The whole phrase at the start of ``text``, or "" when there is none a belief can hold."""
+    text = _meant(text)
     head = _RELATIVE.split(text.strip(), maxsplit=1)
     if len(head) > 1 and _LIGHT.match(head[0]):
         return ""
     pieces = _BOUNDARY.sub("", text.strip()).split(",")
     found = pieces[0]
     for piece in pieces[1:]:  # "small, boutique hotels": a list of modifiers, not the clause's end
-        if len(found.split()) > 1 or not piece.strip() or re.match(r"\s*(?:and|but|or|i|so|which)\b", piece, re.I):
+        if len(_bare(found).split()) > 1 or not piece.strip() \
+                or re.match(r"\s*(?:and|but|or|i|so|which)\b", piece, re.I):
             break
         found += "," + piece
-    found = _TRAILING.sub("", re.sub(r"[.!?…。]+$", "", found).strip()).strip()
-    while (shorter := _LEADING.sub("", found)) != found:
-        found = shorter
+    found = _bare(_TRAILING.sub("", re.sub(r"[.!?…。]+$", "", found).strip()))
     if not found or _HEAD.search(found) or len(found.split()) > MAX_WORDS:
         return ""
     if DEIXIS.match(found) and not (is_anaphoric(found) and len(found.split()) > 1):
@@ -109,7 +139,7 @@ def phrase(text: str) -> list[str]:
 
 def phrases(text: str) -> list[str]:
     """"X and Y", "X, Y or Z": one object each (every part a phrase, or the whole as one)."""
-    listed = _CONTRAST.sub("", _LIST_END.sub("", text.strip()))  # to the clause's end or a contrast ("…, not Z")
+    listed = _CONTRAST.sub("", _LIST_END.sub("", _meant(text)))  # to the clause's end or a contrast ("…, not Z")
     if re.search(r"\s(?:and|or)\s", listed) and len(listed.split()) <= MAX_LIST_WORDS:
         parts = [_phrase(p) for p in re.split(r",?\s+(?:and also|and|or)\s+|,\s+", listed)]
         if all(parts):
@@ -121,6 +151,32 @@ def phrases(text: str) -> list[str]:
 def goal(text: str) -> list[str]:
     """What they want to achieve, without what it is about ("write a new book [about …]")."""
     return phrase(re.split(r"\s+(?:about|so that|so)\s+", text, maxsplit=1)[0])
+
+
+_LANGUAGES = ("English|Chinese|Mandarin|Cantonese|Spanish|Portuguese|French|German|Italian|Dutch|Russian|Japanese|"
+              "Korean|Arabic|Hindi|Urdu|Bengali|Punjabi|Tamil|Telugu|Turkish|Persian|Farsi|Polish|Ukrainian|Greek|"
+              "Hebrew|Swedish|Norwegian|Danish|Finnish|Czech|Hungarian|Romanian|Vietnamese|Thai|Indonesian|Malay|"
+              "Tagalog|Filipino|Swahili|Catalan|Basque|Irish|Welsh|ASL|Sign Language")
+_LANGUAGE = re.compile(rf"\b(?:{_LANGUAGES})\b")
+_DEMONYM = re.compile(r"(?:an|ese|ish|ic|i)$")  # "I'm Canadian" is no name
+#: what "I'm X." says when X is no name ("I'm Back!", "I'm Sorry")
+_NOT_NAME = re.compile(r"^(?:fine|good|great|okay|ok|sorry|back|ready|done|sure|well|happy|glad|new|home|here|"
+                       r"alright|tired|hungry|busy|free|lost|late|early|confused|stuck|excited|bored|curious|"
+                       r"serious|kidding|joking|listening|interested|in|out|up|down|on|off|not|so|very|just|still|"
+                       r"also|too|all|always|never|really|actually|totally|glad|thrilled|honored|blessed|grateful)$",
+                       re.I)
+
+
+def languages(text: str) -> list[str]:
+    """The languages named in a list to the clause's end ("Spanish at home and English at work")."""
+    return _LANGUAGE.findall(_LIST_END.sub("", " " + text.strip()))
+
+
+def name(text: str) -> list[str]:
+    """A name said after "I'm" alone: not a language, a nationality or an everyday word."""
+    text = text.strip()
+    no = _LANGUAGE.fullmatch(text) or _DEMONYM.search(text) or DEIXIS.match(text) or _NOT_NAME.match(text)
+    return [] if no else [text]
 
 
 def word(text: str) -> list[str]:
@@ -138,9 +194,13 @@ def occupation(text: str) -> list[str]:
     return [found] if found and _OCCUPATION.search(found) and not _NOT_OCCUPATION.match(found) else []
 
 
+#: a family member said with the speaker's possessive ("my mom"): true in any sentence, reported speech too
+KIN_RULE = Rule("family", "family", EventType.identity, re.compile(rf"(?:^|[^\w'’])my ({KIN})\b", re.I), word)
+
+
 def _rules() -> list[Rule]:
     i = r"^i"
-    im = r"^i(?:'m|’m| am)"
+    im = r"^(?:i(?:'m|’m| am)|im)"
 
     def rule(family: str, relation: str, kind: EventType, pattern: str, read: Read, case: int = re.I) -> Rule:
         return Rule(family, relation, kind, re.compile(pattern, case), read)
@@ -148,16 +208,24 @@ def _rules() -> list[Rule]:
     identity, likes, dislike = EventType.identity, EventType.preference, EventType.dislike
     return [
         rule("age", "age", EventType.age_declaration,
-             rf"{im}\s+(\d{{1,3}})(?:\s*(?:years?\s*old|yrs?\s*old|y/?o))?\.?(?=$|\s+and\b)", age),
+             rf"{im}\s+(\d{{1,3}})(?:\s*(?:years?\s*old|yrs?\s*old|y/?o))?\.?(?=$|,\s|\s+and\b)", age),
         rule("age", "age", EventType.age_declaration, rf"{i} (?:just )?turned (\d{{1,3}})\b", age),
         rule("age", "age", EventType.age_declaration, r"^my age is (\d{1,3})\b", age),
         rule("age", "age", EventType.age_declaration, rf"{im} an? (\d{{1,3}})[- ]years?[- ]old\b", age),
-        rule("name", "name", identity, r"(?i:^(?:my name is|my name's|call me|you can call me|i'm called|"
-             r"i am called))\s+([A-Z][a-z'’-]+(?: [A-Z][a-z'’-]+){0,2})\b", word, 0),
+        rule("name", "name", identity, r"(?i:^(?:my name is|my name's|my name’s|(?:just |please )?call me|"
+             r"you can call me|i'm called|i am called))\s+([A-Z][a-z'’-]+(?: [A-Z][a-z'’-]+){0,2})\b", word, 0),
+        rule("name", "name", identity, r"(?i:^(?:i'm|i’m|i am|this is)) ([A-Z][a-z'’-]+)(?i:,? (?:by the way|btw|"
+             r"here|nice to meet you))?[.!]?$", name, 0),
         rule("location", "location", identity, r"(?i:^(?:i (?:live|currently live|now live|grew up|"
              r"was born and raised|was born) in|i(?:'m|’m| am) (?:from|based in|living in)|i(?:'ve|’ve| have) lived in|"
-             r"my home ?town is|home is))\s+((?:the )?[A-Z][\w'’.-]*(?:,? [A-Z][\w'’.-]*){0,3})", word, 0),
+             r"my home ?town is|home is|i (?:just |recently |finally )?moved (?:here )?to|i relocated to))\s+"
+             r"((?:the )?[A-Z][\w'’.-]*(?:,? [A-Z][\w'’.-]*){0,3})", word, 0),
+        rule("location", "location", identity, r"(?i:^i(?:'m|’m| am|m)? (?:an? |the )?(?:[\w-]+ ){0,3}?(?:"
+             rf"{_OCCUPATION.pattern[6:-5]})s? (?:at [\w\s'’-]{{1,40}}? )?in) ([A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*)?)\b",
+             word, 0),
         rule("occupation", "occupation", identity, rf"{i} work (?:as|in|at|for) (.+)$", phrase),
+        rule("occupation", "occupation", identity, rf"{i} work (?:nights|days|shifts|full-time|part-time) as (.+)$",
+             occupation),
         rule("occupation", "occupation", identity, rf"{im} (?:an? |the )(.+)$", occupation),
         rule("occupation", "occupation", identity, rf"{i}(?:'m|’m| am|'ve|’ve| have)? (?:just |recently |been )?"
              r"(?:work(?:ing|ed)?|start(?:ing|ed)?(?: my first (?:year|job)| a new job| out| working)?|employed|"
@@ -172,7 +240,12 @@ def _rules() -> list[Rule]:
              word, 0),
         rule("school", "school", identity, r"(?i:^i (?:go to|study at|attend))\s+"
              r"([A-Z][\w' -]{2,40}(?:School|College|University))", word, 0),
-        rule("family", "family", identity, rf"(?:^|[^\w'’])my ({KIN})\b", word),
+        rule("school", "school", identity, r"(?i:^i(?:'m|’m| am|m)? (?:[\w-]+ ){0,4}?(?:studying [\w\s-]{1,30}?|"
+             r"student|major|majoring in [\w\s-]{1,30}?|enrolled) at) ([A-Z][\w&.'’-]*(?: [A-Z][\w&.'’-]*){0,3})",
+             word, 0),
+        rule("school", "school", identity, r"(?i:^i (?:just |finally )?(?:got into|got accepted (?:to|into|at)|"
+             r"was accepted (?:to|into|at)|got admitted to)) ([A-Z][\w&.'’-]*(?: [A-Z][\w&.'’-]*){0,3})", word, 0),
+        KIN_RULE,
         rule("family", "family", identity, rf"{i} have (?:a|an|one|two|three|four|\d) "
              rf"(?:little |older |younger |big |baby |twin |teenage )?({KIN})\b", word),
         rule("favourite", "likes", likes, r"^my (?:all-time |absolute |very )?(?:favou?rite|fave)\s+"
@@ -203,7 +276,7 @@ def _rules() -> list[Rule]:
         rule("style", "learning_style", likes, rf"{im} (?:a |an )((?:visual|auditory|hands-on|kinesthetic|reading|"
              r"practical|slow|fast) learner)\b", word),
         rule("subject", "subject_preference", likes,
-             r"^(?:.*?\s(?:and|but)\s+)?(.+?) (?:is|are) (?:\w+ )?my (?:favou?rite|best) "
+             r"^(?:.*?\s(?:and|but)\s+)?(.+?) (?:is|are) (?:\w+ )?my (?:favou?rite|fave?|best) "
              r"(?:subject|class|course)s?\b", phrase),
         rule("obstacle", "learning_obstacle", EventType.concept_confusion,
              r"^(?:.*?\s(?:and|but)\s+)?(.+?) (?:is|are) (?:\w+ )?my (?:worst|weakest|hardest) "
@@ -218,9 +291,13 @@ def _rules() -> list[Rule]:
         rule("mastery", "mastery", EventType.statement, rf"{i}(?:'ve|’ve| have)? (?:already |finally )?"
              r"(?:mastered|got the hang of|know how to use)\s+(.+)$", phrase),
         rule("mastery", "mastery", EventType.statement, rf"{im} (?:already |pretty |quite |very |really )?"
-             r"(?:comfortable|confident|fluent) (?:with|in)\s+(.+)$", phrase),
+             rf"(?:comfortable|confident|fluent) (?:with|in)\s+(?!(?:{_LANGUAGES})\b)(.+)$", phrase),
+        rule("language", "language", EventType.statement, rf"{im} (?:\w+ )?(?:fluent|native|bilingual) in\s+(.+)$",
+             languages),
+        rule("language", "language", EventType.statement, rf"{i} (?:also |mostly |mainly )?speak\s+(?:(?:fluent|some|"
+             r"a little|basic|native|mostly)\s+)?(.+)$", languages),
         rule("goal", "goal", EventType.goal, r"^my (?:main |big |biggest |ultimate |long-term |real |personal )?"
-             r"(?:goal|dream|aim)s?(?: for [\w\s]{1,20})?(?: (?:is|are)|:) (?:to )?"
+             r"(?:goal|dream|aim)s?(?: (?:for|this|next) [\w\s]{1,20}?)?(?: (?:is|are)|:) (?:to )?"
              r"(?!unclear|not\b|simple|easy|hard|clear|different|the same|changing|ambitious)(.+)$", phrase),
         rule("goal", "goal", EventType.goal, rf"{i}(?:'m|’m| am|'ve|’ve| have)? {_ADV}(?:want|hope|plan|planning|aim|"
              r"aiming|intend|trying|try|hoping|determined|working|dream|dreaming|decided) (?:to|of|towards|toward) "

@@ -16,7 +16,7 @@ CONFIDENCE: dict[str, float] = {
     "age": 0.88, "name": 0.86, "location": 0.89, "hometown": 0.8, "occupation": 0.94, "family": 0.95,
     "likes": 0.83, "dislikes": 0.94, "favourite": 0.75, "goal": 0.75, "emotion": 0.91, "product": 0.89,
     "school": 0.8, "grade": 0.88, "style": 0.75, "response": 0.75, "obstacle": 0.62, "mastery": 0.86, "subject": 0.67,
-    "vocabulary": 0.95,
+    "language": 0.83, "vocabulary": 0.95,
 }
 
 Read = Callable[[str], list[str]]  # a rule's matched group → its object(s), none when it is not a whole phrase
