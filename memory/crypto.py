@@ -9,6 +9,7 @@ unreadable and their index tokens unmatchable (crypto-shredding).
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import hmac
 import os
@@ -26,17 +27,27 @@ from memory.registry import open_backend
 from memory.settings import Settings
 
 _NONCE = 12
+MAKE_MASTER_KEY = "`openssl rand -base64 32`"
 CACHE_S = 30.0  # another process's erasure reaches this one's cache within this long
 
 
 def load_master_key(settings: Settings) -> bytes:
-    """``MNEME_MASTER_KEY`` (base64, 32 bytes), else a key file created once in the data dir (mode 0600)."""
+    """``MNEME_MASTER_KEY`` (base64, 32 bytes), else, in development mode only (auth off), a key file created
+    once in the data dir (mode 0600). With auth on and no ``MNEME_MASTER_KEY`` it refuses: a deployment's key
+    is one an operator made and keeps a copy of, not one that appeared beside the data it protects."""
     if settings.master_key:
-        key = base64.b64decode(settings.master_key)
+        try:
+            key = base64.b64decode(settings.master_key)
+        except binascii.Error:
+            key = b""
         if len(key) != 32:
-            raise ConfigurationError("MNEME_MASTER_KEY must be 32 bytes, base64-encoded")
+            raise ConfigurationError(f"MNEME_MASTER_KEY must be 32 bytes, base64-encoded ({MAKE_MASTER_KEY})")
         return key
     path = settings.data_dir / "master.key"
+    if settings.auth_required:
+        kept = f", or this data dir's development key: MNEME_MASTER_KEY=$(base64 -w0 {path})" if path.exists() else ""
+        raise ConfigurationError(f"MNEME_AUTH_REQUIRED=true needs MNEME_MASTER_KEY: set it to a key of your own "
+                                 f"({MAKE_MASTER_KEY}{kept}); only development mode (auth off) makes one by itself")
     private_dir(path.parent)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -86,6 +97,12 @@ def open_text(key: bytes | None, text: str, context: str) -> str | None:
 
 def keyed_tokens(key: bytes, tokens: Sequence[str]) -> list[str]:
     return [hmac.new(key, t.encode("utf-8"), hashlib.sha256).hexdigest()[:16] for t in tokens]
+
+
+def keyed_hash(key: bytes, digest: str) -> str:
+    """A text's hash as a store keeps it: keyed by the user's key (HMAC of the text's sha256), so no dictionary of
+    likely messages finds it, and it says nothing once the key is destroyed."""
+    return hmac.new(key, digest.encode("ascii"), hashlib.sha256).hexdigest()
 
 
 class UserKeys:

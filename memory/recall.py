@@ -179,7 +179,8 @@ def recall(mneme: Mneme, tenant: str, user_id: str, query: str, k: int = 5, sess
         # model still loading after a start delays the answer instead of emptying it
         search = Search(cue=cue, vector=query_vector(mneme, cue), k=k, types=event_types, inferred=inferred,
                         include_text=include_text, now=now, skip=_just_posted(working),
-                        repeated=sha256(clean(query)), serving=tuple(policy.consent.serving(purpose)),
+                        repeated=mneme.episodic.text_hash(tenant, user_id, sha256(clean(query))),
+                        serving=tuple(policy.consent.serving(purpose)),
                         consent=policy.consent, min_relevance=min_relevance, chance=mneme.chance_similarity)
         answers = _within_deadline(mneme.settings.recall_layer_timeout_s, degraded, {
             "episodic": lambda: search_events(mneme, tenant, user_id, search),

@@ -2,7 +2,9 @@
 consent, child mode, erasure that leaves nothing behind, cold archive, noise, feedback and metrics."""
 
 import gzip
+import hashlib
 import json
+import re
 import time
 
 import httpx
@@ -142,6 +144,55 @@ def test_erasure_leaves_nothing_of_the_user_in_any_store(pstack, prt, api, uid):
                   else [prt.state.client.get(key)] if kind == "string" else [])
         assert not any(secret in (v or "") or marker in (v or "") for v in values), key
     assert any(a["action"] == "user.erase" and a["operator_id"] == "dpo" for a in audit_records(pstack))
+
+
+CITIES = ["北京", "上海", "广州", "深圳", "杭州", "苏州", "南京", "成都", "重庆", "武汉", "西安", "天津", "长沙"]
+
+
+def _digests(text):
+    """What a store might keep of ``text`` that a dictionary could match: its hex digests and their prefixes."""
+    full = [hashlib.new(name, text.encode("utf-8")).hexdigest() for name in ("sha256", "sha1", "md5")]
+    return {d[:n] for d in full for n in (16, 24, 32, len(d))}
+
+
+def test_no_store_keeps_a_hash_a_dictionary_of_likely_messages_reverses(pstack, prt, api, uid):
+    kid, adult = f"kidhash{uid}", f"adulthash{uid}"
+    for user in (kid, adult):
+        consent(pstack, user)
+    said = {kid: ["我今年9岁", "我住在杭州"], adult: ["我住在苏州", "我今年35岁"]}
+    for user, texts in said.items():
+        say(api, user, [("user", text) for text in texts])
+    assert httpx.get(f"{pstack.api_url}/v1/users/{kid}/consent").json()["child"] is True
+    dictionary = [f"我今年{n}岁" for n in range(1, 100)] + [f"我住在{c}" for c in CITIES]
+    digests = {d: text for text in dictionary for d in _digests(text)}
+    pattern = re.compile(rb"[0-9a-f]{16,64}")
+    wait_aof_rewrite(prt)  # the append-only file keeps what came before child mode until it is rewritten (the
+    rewrites = prt.state.client.info("persistence")["aof_rewrites"]  # conversion asks, the hourly sweep too)
+    prt.state.rewrite_append_only_file()
+    wait_aof_rewrite(prt, after=rewrites)
+
+    def reversed_in(data: bytes) -> set[str]:
+        return {digests[m] for m in (g.decode() for g in pattern.findall(data)) for m in (m, m[:16], m[:24], m[:32])
+                if m in digests}
+
+    stores = {p: reversed_in(p.read_bytes() + (gzip.decompress(p.read_bytes()) if p.name.endswith(".gz") else b""))
+              for p in pstack.data_dir.rglob("*") if p.is_file()}
+    long_term = {str(p.relative_to(pstack.data_dir)): found for p, found in stores.items()
+                 if found and "redis" not in p.parts}
+    assert long_term == {}  # episodic rows, graph, archive, audit, logs: nothing a dictionary matches
+    # Redis holds an adult's window as it is (working memory, text and all); of a child's nothing a dictionary
+    # matches
+    in_redis = {str(p.relative_to(pstack.data_dir)): found for p, found in stores.items() if "redis" in p.parts}
+    for key in prt.state.client.scan_iter(count=1000):
+        in_redis[key] = {t for v in _values(prt, key) for t in reversed_in(v.encode())}
+    assert not set().union(*in_redis.values()) & set(said[kid])
+
+
+def _values(prt, key) -> list[str]:
+    r = prt.state.client
+    kind = r.type(key)
+    return {"hash": lambda: r.hvals(key), "list": lambda: r.lrange(key, 0, -1), "set": lambda: list(r.smembers(key)),
+            "zset": lambda: r.zrange(key, 0, -1), "string": lambda: [r.get(key) or ""]}.get(kind, list)()
 
 
 def _redis_mentions(prt, key, needle) -> bool:

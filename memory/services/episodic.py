@@ -17,7 +17,7 @@ import numpy as np
 from cryptography.exceptions import InvalidTag
 from pydantic import BaseModel, Field
 
-from memory.crypto import UserKeys, keyed_tokens, seal, unseal
+from memory.crypto import UserKeys, keyed_hash, keyed_tokens, seal, unseal
 from memory.episodic import ALL_STATUSES, EVICTED, LIVE, MERGED, AddReport, EpisodicStore, StoredEvent
 from memory.errors import NotFound
 from memory.models import Event, EventType, Role
@@ -95,11 +95,15 @@ class EpisodicMemory:
                              ensure_ascii=False).encode()
         return StoredEvent(
             **event.model_dump(include={"event_id", "tenant", "user_id", "session_id", "ts", "event_type", "role",
-                                        "text_hash", "message_ids", "confidence", "count", "weight",
-                                        "purposes"}),
+                                        "message_ids", "confidence", "count", "weight", "purposes"}),
             lang=language(text), sealed=seal(key, payload, event.event_id),
-            tokens=keyed_tokens(key, event.tokens),
+            tokens=keyed_tokens(key, event.tokens), text_hash=keyed_hash(key, event.text_hash),
         )
+
+    def text_hash(self, tenant: str, user_id: str, digest: str) -> str:
+        """``digest`` (a text's sha256) as the user's stored events hold it; "" for a user without a key."""
+        key = self._keys.get(tenant, user_id, create=False)
+        return keyed_hash(key, digest) if key is not None else ""
 
     def reveal(self, event: StoredEvent) -> Revealed | None:
         """The event's content, or None once the user's key is destroyed (the text is gone for good)."""

@@ -19,7 +19,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, TypeAdapter
 from redis.typing import EncodableT
 
 from memory import ids, telemetry
-from memory.crypto import SEALED_TEXT, open_text, seal_text
+from memory.crypto import SEALED_TEXT, keyed_hash, open_text, seal_text
 from memory.errors import Conflict, NotFound
 from memory.models import Message, Role
 from memory.settings import Settings
@@ -35,6 +35,17 @@ from memory.text import clean, sha256, truncate_reply
 
 _LUA = script("jobs.lua", "counters.lua", "sessions.lua")
 DIGEST_CHARS = 32  # of the content's sha256 hex, kept per message id to tell a retry from a reused id
+KEYED = "k"  # starts a child's digest: keyed by their key, as their text is sealed (no dictionary reverses it)
+
+
+def _keyed_digest(key: bytes, digest: str) -> str:
+    return KEYED + keyed_hash(key, digest)[:DIGEST_CHARS - 1]
+
+
+def _digest(text: str, seal_key: bytes | None) -> str:
+    """What tells a retry from a reused message id: the text's sha256 prefix, keyed for a child."""
+    digest = sha256(text)[:DIGEST_CHARS]
+    return _keyed_digest(seal_key, digest) if seal_key else digest
 SEEN_SESSIONS = 10_000  # sessions a process remembers appending to (~2.5 MB at most), then it starts afresh
 
 
@@ -186,7 +197,6 @@ class WorkingMemory:
         shown, truncated = (text, False)
         if role is not Role.user:  # a reply, instructions or a tool's output: shown cut, kept whole
             shown, truncated = truncate_reply(text, s.assistant_max_chars)
-        digest = sha256(text)[:DIGEST_CHARS]
         seal_key: bytes | None = None
         check_child = child_seal_key is not None
         child = ""  # the user's flag as their policy says, read when a session starts (the step says so)
@@ -195,6 +205,7 @@ class WorkingMemory:
         context = f"{session_id}\x1f{message_id}"
         while True:
             protect = (lambda t, k=seal_key: seal_text(k, t, context)) if seal_key else (lambda t: t)
+            digest = _digest(text, seal_key)
             stored_text = protect(text)
             message = Message(
                 tenant=tenant, user_id=user_id, session_id=session_id, device_id=device_id,
@@ -449,7 +460,10 @@ class WorkingMemory:
         reply = self._run(tenant, session_id, "held")
         if reply[0] != "ok" or reply[1] != user_id:  # expired, or another user's session
             return None
-        records, fulls, message_ids = _pairs(reply[2]), _pairs(reply[3]), reply[4]
+        records, fulls, digests = _pairs(reply[2]), _pairs(reply[3]), _pairs(reply[4])
+        message_ids = list(digests)
+        keyed = [(m, held, f"{seq}|{_keyed_digest(key, digest)}") for m, held in digests.items()
+                 for seq, _, digest in [held.partition("|")] if not digest.startswith(KEYED)]
 
         def protect(text: str, message_id: str) -> str:
             return seal_text(key, text, f"{session_id}\x1f{message_id}")
@@ -476,10 +490,11 @@ class WorkingMemory:
                 queued.append(job_key)
                 swaps += [payload, json.dumps({**message, "content": protect(content, message["message_id"])},
                                               ensure_ascii=False, separators=(",", ":"))]
-        if not (changed or cut or queued):
+        if not (changed or cut or keyed or queued):
             return 0, 0, 0
         reply = self._run(tenant, session_id, "seal", user_id, len(changed), *(x for c in changed for x in c),
-                          len(cut), *(x for c in cut for x in c), *swaps, job_keys=queued)
+                          len(cut), *(x for c in cut for x in c), len(keyed), *(x for k in keyed for x in k), *swaps,
+                          job_keys=queued)
         if reply[0] != "ok":
             return None
         return int(reply[1]), int(reply[2]), int(reply[3])

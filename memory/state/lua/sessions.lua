@@ -420,17 +420,18 @@ if op == 'held' then
   -- ARGV: op. Everything of the session that holds text, read in one step (child mode, with 'seal').
   local owner = redis.call('HGET', meta, 'user')
   if not owner then return {'nosession'} end
-  return {'ok', owner, redis.call('HGETALL', msg), redis.call('HGETALL', full), redis.call('HKEYS', ids)}
+  return {'ok', owner, redis.call('HGETALL', msg), redis.call('HGETALL', full), redis.call('HGETALL', ids)}
 end
 
 if op == 'seal' then
-  -- ARGV: op, user, n, n x (seq, record, sealed record), m, m x (seq, full text, sealed full text), then for each
-  -- job key after the first 11 KEYS: (payload, sealed payload). A value is replaced only while it is still the
-  -- one 'held' read: records are never rewritten, only deleted once no kept snapshot needs them (and then stay
-  -- gone), and what was appended since is not touched, so nothing appended or rolled back meanwhile is lost.
+  -- ARGV: op, user, n, n x (seq, record, sealed record), m, m x (seq, full text, sealed full text), d, d x
+  -- (message id, seq|digest, seq|keyed digest), then for each job key after the first 11 KEYS: (payload, sealed
+  -- payload). A value is replaced only while it is still the one 'held' read: records are never rewritten, only
+  -- deleted once no kept snapshot needs them (and then stay gone), and what was appended since is not touched,
+  -- so nothing appended or rolled back meanwhile is lost.
   if redis.call('HGET', meta, 'user') ~= ARGV[2] then return {'owner'} end
-  local sealed, i = {0, 0, 0}, 3
-  for part, hash in ipairs({msg, full}) do
+  local sealed, i = {0, 0, 0, 0}, 3
+  for part, hash in ipairs({msg, full, ids}) do
     local n = tonumber(ARGV[i])
     i = i + 1
     for _ = 1, n do
@@ -442,10 +443,10 @@ if op == 'seal' then
     end
   end
   for k = 12, #KEYS do
-    sealed[3] = sealed[3] + job_reseal(KEYS[k], ARGV[i], ARGV[i + 1])
+    sealed[4] = sealed[4] + job_reseal(KEYS[k], ARGV[i], ARGV[i + 1])
     i = i + 2
   end
-  return {'ok', sealed[1], sealed[2], sealed[3]}
+  return {'ok', sealed[1], sealed[2], sealed[4]}
 end
 
 return redis.error_reply('unknown op ' .. tostring(op))
