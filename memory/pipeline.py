@@ -316,11 +316,7 @@ class Embedded(NamedTuple):
 def embed_inputs(mneme: Mneme, items: Sequence[EmbedItem]) -> EmbedInputs:
     """What ``embed_vectors`` needs, read from Redis: the messages still to be kept (one queued before its
     user's erasure, or taken back, ends its job here), their texts, their contexts."""
-    gone = mneme.state.policies.erased_after_each([(i.tenant, i.user_id, i.received_at) for i in items])
-    erased = [i for i, erased_since in zip(items, gone, strict=True) if erased_since]
-    for item in erased:  # queued before the user's erasure: dropped, never resurrected
-        mneme.state.jobs.finish(item.job_id, "dropped", ERASED_NOTE)
-    items = [i for i in items if i not in erased]
+    items = [i for i, erased in zip(items, _erased(mneme, items), strict=True) if not erased]  # never resurrected
     retracted = [i for i, back in zip(items, _taken_back(mneme, items), strict=True) if back]
     for item in retracted:
         mneme.state.jobs.finish(item.job_id, "retracted", RETRACTED_NOTE)
@@ -346,12 +342,21 @@ def embed_vectors(mneme: Mneme, inputs: EmbedInputs) -> Embedded:
 def store_embedded(mneme: Mneme, embedded: Embedded) -> list[dict[str, Any]]:
     """The messages' events stored (or merged), their jobs done; what was written of a message taken back
     meanwhile is removed again."""
-    items, vectors = embedded.items, embedded.vectors
     mneme.working.keep_vectors(embedded.kept)
-    events = [event for item in items for event in item.events]
-    rows = np.stack([vectors[i] for i, item in enumerate(items) for _ in item.events]) if events else vectors
-    said = {event.event_id: item.text for item in items for event in item.events}  # event ids are per user
-    report = mneme.episodic.add(events, rows, said) if events else AddReport()
+    policies = mneme.state.policies
+    with policies.writing({(item.tenant, item.user_id) for item in embedded.items}):
+        # the tombstone before writing and after: a user erased meanwhile keeps nothing of it
+        kept = [i for i, item in enumerate(embedded.items) if not _erased(mneme, [item])[0]]
+        items = [embedded.items[i] for i in kept]
+        vectors = embedded.vectors[kept] if kept else embedded.vectors[:0]
+        events = [event for item in items for event in item.events]
+        rows = np.stack([vectors[i] for i, item in enumerate(items) for _ in item.events]) if events else vectors
+        said = {event.event_id: item.text for item in items for event in item.events}  # event ids are per user
+        report = mneme.episodic.add(events, rows, said) if events else AddReport()
+        erased = {(item.tenant, item.user_id) for item, gone in zip(items, _erased(mneme, items), strict=True) if gone}
+        for tenant, user_id in erased:
+            mneme.episodic.erase(tenant, user_id)
+    items = [item for item in items if (item.tenant, item.user_id) not in erased]
     records = []
     done: dict[str, dict[str, int | str]] = {}
     for item, back in zip(items, _taken_back(mneme, items), strict=True):
@@ -365,6 +370,15 @@ def store_embedded(mneme: Mneme, embedded: Embedded) -> list[dict[str, Any]]:
         log.info("over the per-user cap: %d events to the deep tier, %d consolidated", len(report.evicted),
                  len(report.consolidated))
     return mneme.trail.layer_changes(report) + records
+
+
+def _erased(mneme: Mneme, items: Sequence[EmbedItem]) -> list[bool]:
+    """Whether each item's user was erased after it arrived; its job ends as dropped."""
+    gone = mneme.state.policies.erased_after_each([(i.tenant, i.user_id, i.received_at) for i in items])
+    for item, erased in zip(items, gone, strict=True):
+        if erased:
+            mneme.state.jobs.finish(item.job_id, "dropped", ERASED_NOTE)
+    return gone
 
 
 def _taken_back(mneme: Mneme, said: Sequence[EmbedItem | Message]) -> list[bool]:
@@ -387,17 +401,29 @@ def graph_stage(mneme: Mneme, job_id: str, facts: Sequence[Fact], received_at: f
     def taken_back() -> bool:
         return bool(session_id and message_id) and mneme.working.retracted(tenant, session_id, message_id)
 
-    if mneme.state.policies.erased_after(tenant, user_id, received_at):
-        mneme.state.jobs.finish(job_id, "dropped", ERASED_NOTE)
-        return []
-    policy = mneme.state.policies.get(tenant, user_id)
-    if policy.child or not policy.keeps_long_term or not policy.consent.serves(facts[0].purposes):
-        mneme.state.jobs.complete(job_id, "graph")  # consent paused or withdrawn, or child mode, since extraction
-        return []
-    if taken_back():
-        mneme.state.jobs.finish(job_id, "retracted", RETRACTED_NOTE)
-        return []
-    records = mneme.trail.graph_changes(mneme.semantic.apply(facts), operator_id="pipeline")
+    policies = mneme.state.policies
+
+    def erased() -> bool:
+        if policies.erased_after(tenant, user_id, received_at):
+            mneme.state.jobs.finish(job_id, "dropped", ERASED_NOTE)
+            return True
+        return False
+
+    with policies.writing([(tenant, user_id)]):  # the tombstone before writing and after (``store_embedded``)
+        if erased():
+            return []
+        policy = policies.get(tenant, user_id)
+        if policy.child or not policy.keeps_long_term or not policy.consent.serves(facts[0].purposes):
+            mneme.state.jobs.complete(job_id, "graph")  # consent paused or withdrawn, or child mode, meanwhile
+            return []
+        if taken_back():
+            mneme.state.jobs.finish(job_id, "retracted", RETRACTED_NOTE)
+            return []
+        changes = mneme.semantic.apply(facts)
+        if erased():
+            mneme.semantic.erase(tenant, user_id)
+            return []
+    records = mneme.trail.graph_changes(changes, operator_id="pipeline")
     if taken_back():  # taken back while merging: what was merged goes too
         records += retract(mneme, tenant, user_id, session_id, [message_id])[1]
     return records

@@ -149,6 +149,9 @@ class Settings(BaseSettings):
     noise_window_days: float = Field(7.0, gt=0)
     noise_weight: float = Field(0.3, gt=0, le=1, description="… weighs this much in recall.")
     erasure_sla_hours: float = Field(24.0, gt=0)
+    erasure_wait_s: float = Field(10.0, ge=0, description="An erasure waits this long for store writes already "
+                                  "under way for the user; longer, its receipt says incomplete and the sweep "
+                                  "finishes it.")
 
     # --- semantic memory (graph) ---------------------------------------------------------------
     vocabulary_file: str = Field("", description="The relations kept about a user, their categories, half-lives "

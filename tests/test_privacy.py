@@ -6,18 +6,20 @@ import hashlib
 import json
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 from mneme_client import MnemeClient
 
 import beat_schedule
-from memory import ids
+from memory import ids, pipeline
 from memory.archive import decode, user_prefix
 from memory.claims.rule import CONFIDENCE
 from memory.mneme import Mneme
 from memory.settings import Settings
 from memory.state import keys
+from memory.state.broker import job_ids_of
 from tests.polling import wait_until
 from tests.stacks import audit_records, drain, running_stack, wait_aof_rewrite
 from workers.api.messages import retraction_task
@@ -144,6 +146,45 @@ def test_erasure_leaves_nothing_of_the_user_in_any_store(pstack, prt, api, uid):
                   else [prt.state.client.get(key)] if kind == "string" else [])
         assert not any(secret in (v or "") or marker in (v or "") for v in values), key
     assert any(a["action"] == "user.erase" and a["operator_id"] == "dpo" for a in audit_records(pstack))
+
+
+def test_a_write_that_read_its_work_before_an_erasure_keeps_nothing_after_it(pstack, prt, api, uid):
+    """The race the red team found: an embed batch reads its messages (the user not yet erased), the erasure
+    answers complete, then the batch writes. The write checks the tombstone again and keeps nothing."""
+    user = f"race{uid}"
+    consent(pstack, user)
+    pstack.stop_one("worker-embed")  # the batch is run here, step by step, around the erasure
+    try:
+        jobs = [api.remember(user_id=user, session_id=f"{user}-s", message_id=f"m{i}", role="user",
+                             content=f"我喜欢第{i}种水果 and fruit number {i}", client_ts=time.time() - 10 + i).job_id
+                for i in range(3)]
+        wait_until(lambda: {j for m in prt.state.client.lrange("embed", 0, -1) for j in job_ids_of(m)} >= set(jobs),
+                   60, "every message extracted, its embedding queued")
+        items = pipeline.embed_items(prt, prt.state.jobs.inputs(jobs))
+        embedded = pipeline.embed_vectors(prt, pipeline.embed_inputs(prt, items))  # read before the erasure
+        receipt = httpx.delete(f"{pstack.api_url}/v1/users/{user}", params={"operator_id": "dpo"}).json()
+        assert receipt["complete"]
+        pipeline.store_embedded(prt, embedded)  # ... and written after it
+        assert not any(prt.privacy.verify("default", user).values())
+        assert set(prt.state.jobs.states(jobs).values()) <= {None, "dropped"}
+    finally:
+        pstack.start_one("worker-embed")
+        pstack.wait_ready(wait_embedder=False)
+
+
+def test_an_erasure_waits_for_a_write_under_way_before_it_says_complete(pstack, prt, api, uid):
+    user = f"lease{uid}"
+    consent(pstack, user)
+    say(api, user, [("user", "我喜欢猕猴桃")])
+    with ThreadPoolExecutor(1) as pool:
+        with prt.state.policies.writing([("default", user)]):  # a store write for the user under way
+            erasing = pool.submit(lambda: httpx.delete(f"{pstack.api_url}/v1/users/{user}",
+                                                       params={"operator_id": "dpo"}, timeout=60).json())
+            wait_until(lambda: prt.state.policies.erased_after("default", user, 0.0), 30, "the tombstone")
+            wait_until(lambda: prt.episodic.count("default", user) == 0, 30, "the first pass")
+            assert not erasing.done()  # it waits for the write
+        receipt = erasing.result(timeout=60)
+    assert receipt["complete"] and not any(receipt["remaining"].values())
 
 
 CITIES = ["北京", "上海", "广州", "深圳", "杭州", "苏州", "南京", "成都", "重庆", "武汉", "西安", "天津", "长沙"]

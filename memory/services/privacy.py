@@ -10,11 +10,13 @@ every tier go and the beliefs they supported are re-scored or removed, as a dele
 events of no purpose leave the cold store. The receipt lists it; the sweep runs it again for a day, for work
 that raced the withdrawal.
 
-Erasure (``erase``) first writes a tombstone (work received before it is dropped by every stage), then
-erases every store of user data ``Mneme.user_data`` names — working memory and the user's jobs,
-policy, reviews, devices, dead letters, feedback pairs, episodic events of every tier, the graph user (id
-kept, everything else cleared), archive objects — and last destroys the user's key (anything sealed under
-it, anywhere, is unreadable from then on). Every step is idempotent; ``sweep`` (beat, hourly) runs it again
+Erasure (``erase``) first writes a tombstone (work received before it is dropped by every stage, and a store
+write under way undoes itself once it sees it: ``Policies.writing``), then erases every store of user data
+``Mneme.user_data`` names — working memory and the user's jobs, policy, reviews, devices, dead letters,
+feedback pairs, episodic events of every tier, the graph user (id kept, everything else cleared), archive
+objects — and last destroys the user's key (anything sealed under it, anywhere, is unreadable from then on);
+then it waits for the store writes that were under way (``erasure_wait_s``) and erases again, so its receipt
+says complete only when no write raced it. Every step is idempotent; ``sweep`` (beat, hourly) runs it again
 for users erased in the last ``erasure_sla_hours`` and verifies every store is empty, so a write that raced
 the erasure is caught within the SLA. The receipt lists what was removed where and what, if anything, remains.
 
@@ -259,14 +261,21 @@ class Privacy:
 
     def erase(self, tenant: str, user_id: str, operator_id: str, at: float | None = None) -> Receipt:
         at = time.time() if at is None else at
-        self._state.policies.tombstone(tenant, user_id, at)
+        policies = self._state.policies
+        policies.tombstone(tenant, user_id, at)
         removed: dict[str, int] = {}
         for store in self._stores():
             removed.update(store.erase(tenant, user_id))
+        # a write under way when the tombstone landed checks it once written and undoes itself; one that had not
+        # begun sees it first: once those are done, erase again and verify
+        settled = policies.wait_for_writers(tenant, user_id, self._settings.erasure_wait_s)
+        for store in self._stores():
+            for name, n in store.erase(tenant, user_id).items():
+                removed[name] = removed.get(name, 0) + n
         self._state.rewrite_append_only_file()
         remaining = self.verify(tenant, user_id)
         receipt = Receipt(user=user_hash(self._hash_key, tenant, user_id), erased_at=at, removed=removed,
-                          remaining=remaining, complete=not any(remaining.values()))
+                          remaining=remaining, complete=settled and not any(remaining.values()))
         # the erasure's time is its identity: the sweep re-running it writes the same record again
         self._trail.submit([self._trail.record(tenant, user_id, "user.erase", operator_id, "human", identity=str(at),
                                                fields={"removed": removed, "complete": receipt.complete})])

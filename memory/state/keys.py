@@ -35,6 +35,7 @@ user's sessions, a tenant's counters, every pending job — is read shard by sha
 | mneme:erasing:{<tenant>}              | zset | users being erased → erased_at          | none (5)       |
 | mneme:withdrawing:{<tenant>}          | zset | users who withdrew a purpose → when     | none (12)      |
 | mneme:tombstones:{<tenant>}           | zset | hashed erased user → erased_at          | none (5)       |
+| mneme:writing:{<tenant>}              | zset | a store write under way: user hash → lease end | 2 min lease |
 | mneme:feedback:<tenant>               | hash | feedback counters (useful / not useful) | none (2)       |
 | mneme:feedback_pairs:<tenant>:<user>  | list | sealed useful (query, event) pairs      | none (4); newest 1,000 |
 | mneme:tenant:<tenant>                 | hash | users, returning users, audit sequence  | none (2)       |
@@ -182,6 +183,10 @@ def tombstones(tenant: str) -> str:
     return f"{PREFIX}:tombstones:{{{tenant}}}"
 
 
+def writing(tenant: str) -> str:
+    return f"{PREFIX}:writing:{{{tenant}}}"
+
+
 def feedback(tenant: str) -> str:
     return f"{PREFIX}:feedback:{tenant}"
 
@@ -244,6 +249,7 @@ NO_USER_DATA = {
     "ADAPTER_CURRENT": "the published adapter's version",
     "erasing": "raw ids of users being erased: the erasure's own work list, left once verified after the SLA",
     "tombstones": "hashed ids of erased users (dropping their queued work)",
+    "writing": "hashed ids of users a store write is under way for (an erasure waits for it)",
     "feedback": "tenant-wide feedback counters",
     "metrics": "product counters of a shard (aggregates)",
     "tenant": "tenant-wide counters (aggregates) and the audit sequence",

@@ -7,12 +7,17 @@
 - Child mode (a user under 13, declared in conversation or set through the API): no graph writes,
   episodic events without content (type only), working memory encrypted at rest.
 - An erased user leaves a tombstone (hashed id, erasure time): work queued before the erasure is dropped.
+- A store write for a user holds a lease while it runs (``writing``): it checks the tombstone before and after
+  writing (and undoes its write if the user was erased meanwhile); an erasure waits for the leases taken before
+  it (``wait_for_writers``), so its receipt says complete only once no write raced it.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import redis
@@ -21,9 +26,11 @@ from pydantic import BaseModel, Field, PrivateAttr
 from memory.purposes import Grants
 from memory.settings import Settings
 from memory.state import keys
-from memory.state.client import decoded, scored
+from memory.state.client import decoded, members, scored
 from memory.state.lua import script
 from memory.userhash import user_hash
+
+WRITE_LEASE_S = 120.0  # a store write holds its lease at most this long (a writer that died lets go by then)
 
 CHILD_AGE = 13
 
@@ -146,6 +153,40 @@ class Policies:
             pipe.zscore(keys.tombstones(tenant), user_hash(self._hash_key, tenant, user_id))
         return [at is not None and received_at <= float(at)
                 for at, (_, _, received_at) in zip(pipe.execute(), messages, strict=True)]
+
+    @contextmanager
+    def writing(self, users: Collection[tuple[str, str]]) -> Iterator[None]:
+        """A store write for these (tenant, user id) pairs is under way: a lease each, which an erasure waits for
+        (``wait_for_writers``); it ends with the block, or after ``WRITE_LEASE_S`` if its process dies."""
+        token = uuid.uuid4().hex
+        leases = [(tenant, f"{user_hash(self._hash_key, tenant, user_id)}|{token}") for tenant, user_id in users]
+        pipe = self._redis.pipeline(transaction=False)
+        for tenant, lease in leases:
+            pipe.zadd(keys.writing(tenant), {lease: time.time() + WRITE_LEASE_S})
+        pipe.execute()
+        try:
+            yield
+        finally:
+            for tenant, lease in leases:
+                pipe.zrem(keys.writing(tenant), lease)
+            pipe.execute()
+
+    def writers(self, tenant: str, user_id: str) -> int:
+        """How many store writes for the user are under way (live leases)."""
+        now = time.time()
+        self._redis.zremrangebyscore(keys.writing(tenant), "-inf", now)
+        mine = f"{user_hash(self._hash_key, tenant, user_id)}|"
+        return sum(lease.startswith(mine) for lease in members(self._redis.zrangebyscore(keys.writing(tenant), now,
+                                                                                          "+inf")))
+
+    def wait_for_writers(self, tenant: str, user_id: str, timeout_s: float) -> bool:
+        """Wait until no store write for the user is under way; False if one still is after ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while self.writers(tenant, user_id):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+        return True
 
     # --- the user-data protocol (``memory.userdata``) ---
     name = "policy"
