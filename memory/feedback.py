@@ -17,17 +17,18 @@ from __future__ import annotations
 from pydantic import BaseModel, Field, model_validator
 
 from memory.mneme import Mneme
+from memory.models import Id
 
 USEFUL_FACTOR, NOT_USEFUL_FACTOR = 1.25, 0.5  # the weight stays in 0.1–3 (``memory.services.episodic``)
 
 
 class FeedbackIn(BaseModel):
-    user_id: str
+    user_id: Id
     useful: bool
-    event_id: str | None = None
-    rel_id: str | None = None
+    event_id: Id | None = None
+    rel_id: Id | None = None
     query: str | None = Field(None, max_length=2000, description="The query that recalled it (for training).")
-    operator_id: str = "user"
+    operator_id: Id = "user"
 
     @model_validator(mode="after")
     def _one_target(self) -> FeedbackIn:

@@ -141,6 +141,14 @@ def test_belief_objects_are_cleaned_like_every_text(stack, client, uid):
                     ("dislikes", "背公式"), ("goal", "learn &lt;i&gt;Python&lt;/i&gt;")}
 
 
+@pytest.mark.parametrize("field", ["user_id", "event_id", "operator_id"])
+def test_feedback_ids_are_held_to_the_id_pattern_and_never_echoed(stack, uid, field):
+    body = {"user_id": f"u{uid}", "event_id": "e1", "useful": True, "operator_id": "agent", field: "x" * 1_000_000}
+    r = httpx.post(stack.api_url + "/v1/feedback", json=body)
+    assert r.status_code == 422 and r.json()["message"].startswith(f"{field}: must be an id"), r.text[:300]
+    assert len(r.content) < 2_000  # what was sent is not sent back
+
+
 @pytest.mark.parametrize(("method", "path", "field"), [
     ("GET", "/v1/sessions/{bad}/messages", "path.session_id"),
     ("GET", "/v1/sessions/s1/messages/{bad}", "path.message_id"),

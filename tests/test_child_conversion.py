@@ -119,7 +119,7 @@ def test_setting_child_mode_brings_what_is_held_under_child_rules(stack, runtime
         f"今天{zh}和{en}一起去了博物馆", f"我喜欢{zh}天文学"]  # the rolled-back record, sealed and readable
     for name in runtime.maintenance.archive.list(user_prefix(T, user)):
         for r in decode(runtime.maintenance.archive.get(name)):
-            event, vector = maintenance.from_record(r)
+            event, vector = runtime.episodic.unarchived(T, user, r)
             shown = runtime.episodic.reveal(event)
             assert (shown.summary, shown.text, event.tokens) == ("", "", []) and not np.any(vector)
     assert runtime.semantic.store.relations(T, user, statuses=tuple(Status)) == []  # with their evidence

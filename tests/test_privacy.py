@@ -266,6 +266,8 @@ def test_old_small_talk_moves_to_cold_storage_and_can_come_back(pstack, prt, api
     [name] = prt.maintenance.archive.list(user_prefix("default", user))
     [record] = decode(prt.maintenance.archive.get(name))
     assert record["event_type"] == "small_talk" and "哈哈" not in json.dumps(record, ensure_ascii=False)
+    stored = gzip.decompress(prt.maintenance.archive.get(name)).decode()
+    assert user not in stored and f"{user}-s" not in stored and '"default"' not in stored  # no raw id inside
     assert prt.maintenance.restore_user("default", user) == 1
     [back] = prt.episodic.store.get("default", user, job.event_ids)
     assert prt.episodic.reveal(back).text == "哈哈"

@@ -8,6 +8,7 @@ privacy deletes, strips and erases through it (it is the ``episodic_events`` sto
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,9 @@ from memory.provenance import MessageRef, Messages
 from memory.purposes import Grants
 from memory.settings import Settings
 from memory.text import language, tokenize
+
+#: the ids a client chose that an archived record keeps sealed (``EpisodicMemory.archived``)
+_SEALED_IDS = ("session_id", "message_ids")
 
 
 class Revealed(BaseModel):
@@ -224,6 +228,29 @@ class EpisodicMemory:
         while batch := self.store.dump(tenant, user_id, statuses=ALL_STATUSES, limit=BATCH):
             removed += self.store.delete(tenant, user_id, [e.event_id for e, _ in batch])
         return {self.name: removed}
+
+    def archived(self, event: StoredEvent, vector: np.ndarray) -> dict[str, Any]:
+        """An event as a cold-archive record keeps it: no raw id (tenant, user, session, message ids — the
+        object's name is hashed, these are sealed under the user's key with the content), its vector inline."""
+        record = event.model_dump(mode="json", exclude={"sealed", "tenant", "user_id", *_SEALED_IDS})
+        key = self._keys.get(event.tenant, event.user_id)
+        said = json.dumps(event.model_dump(mode="json", include=set(_SEALED_IDS)), ensure_ascii=False).encode()
+        record["ids"] = base64.b64encode(seal(key, said, f"ids\x1f{event.event_id}")).decode()
+        record["sealed"] = base64.b64encode(event.sealed).decode()
+        record["vector"] = base64.b64encode(np.asarray(vector, dtype=np.float32).tobytes()).decode()
+        return record
+
+    def unarchived(self, tenant: str, user_id: str, record: dict[str, Any]) -> tuple[StoredEvent, np.ndarray] | None:
+        """``archived``'s record as the event it was (live again), or None once the user's key is gone."""
+        key = self._keys.get(tenant, user_id, create=False)
+        if key is None:
+            return None
+        record = dict(record)
+        vector = np.frombuffer(base64.b64decode(record.pop("vector")), dtype=np.float32)
+        ids = json.loads(unseal(key, base64.b64decode(record.pop("ids")), f"ids\x1f{record['event_id']}"))
+        event = StoredEvent(**{**record, **ids, "tenant": tenant, "user_id": user_id, "status": LIVE,
+                               "sealed": base64.b64decode(record["sealed"])})
+        return event, vector
 
     def exported(self, event: StoredEvent) -> dict[str, Any]:
         """An event as the user's export shows it: opened while their key exists."""

@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from memory.archive import ColdStore, archive_day, decode, encode, user_prefix
-from memory.episodic import ALL_STATUSES, AddReport, EpisodicStore, StoredEvent, overflow
+from memory.episodic import ALL_STATUSES, AddReport, EpisodicStore, overflow
 from memory.models import EventType
 from memory.progress import Tick
 from memory.purposes import ANY, Grants
@@ -88,7 +88,7 @@ class Maintenance:
         by_day: dict[str, list[dict[str, Any]]] = {}
         for event, vector in old:
             day = datetime.fromtimestamp(event.ts, UTC).strftime("%Y-%m-%d")
-            by_day.setdefault(day, []).append(to_record(event, vector))
+            by_day.setdefault(day, []).append(self._episodic.archived(event, vector))
         report.events += len(old)
         report.objects += len(by_day)
         if report.dry_run or not old:
@@ -101,7 +101,7 @@ class Maintenance:
         """Put a user's archived events back into the hot store (the objects stay: archiving is idempotent)."""
         restored = 0
         for name in self.archive.list(user_prefix(tenant, user_id)):
-            pairs = [from_record(r) for r in decode(self.archive.get(name))]
+            pairs = [p for r in decode(self.archive.get(name)) if (p := self._episodic.unarchived(tenant, user_id, r))]
             if pairs:
                 report = self._store.add([e for e, _ in pairs], np.stack([v for _, v in pairs]),
                                          merge_threshold=2.0, cap=10**9)
@@ -183,8 +183,8 @@ class Maintenance:
         events = []
         for name in self.archive.list(user_prefix(tenant, user_id)):
             for record in decode(self.archive.get(name)):
-                event, _ = from_record(record)
-                events.append(self._episodic.exported(event.model_copy(update={"status": "archived"})))
+                if back := self._episodic.unarchived(tenant, user_id, record):
+                    events.append(self._episodic.exported(back[0].model_copy(update={"status": "archived"})))
         return events
 
     def erase(self, tenant: str, user_id: str) -> dict[str, int]:
@@ -193,15 +193,3 @@ class Maintenance:
     def ping(self) -> None:
         self.archive.ping()
 
-
-def to_record(event: StoredEvent, vector: np.ndarray) -> dict[str, Any]:
-    record = event.model_dump(mode="json", exclude={"sealed"})
-    record["sealed"] = base64.b64encode(event.sealed).decode()
-    record["vector"] = base64.b64encode(np.asarray(vector, dtype=np.float32).tobytes()).decode()
-    return record
-
-
-def from_record(record: dict[str, Any]) -> tuple[StoredEvent, np.ndarray]:
-    vector = np.frombuffer(base64.b64decode(record.pop("vector")), dtype=np.float32)
-    record["sealed"] = base64.b64decode(record["sealed"])
-    return StoredEvent(**{**record, "status": "live"}), vector
