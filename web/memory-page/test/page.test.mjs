@@ -4,25 +4,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { chromium } from "playwright-core";
-
-const url = process.env.PAGE_URL;
-const shots = process.env.SHOTS_DIR;
-const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-  "--disable-background-networking", "--disable-component-update", "--disable-sync"];
-
-async function shot(page, name) {
-  if (shots) await page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
-}
+import { inBrowser, shot, url } from "./browser.mjs";
 
 test("a person sees, understands and corrects what the agent believes about them", { skip: !url }, async () => {
-  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || "/usr/bin/chromium", args: ARGS });
-  const context = await browser.newContext({ locale: "zh-CN", viewport: { width: 1100, height: 900 } });
-  const page = await context.newPage();
-  const failed = [];
-  page.on("requestfailed", (r) => failed.push(r.url()));
-  page.on("console", (m) => { if (m.type() === "error") failed.push(m.text()); });
-  try {
+  await inBrowser("zh-CN", async (page, failed) => {
     await page.goto(url);
     await page.getByRole("heading", { name: "记忆透明度" }).waitFor();
     const likes = page.locator(".belief", { hasText: "喜欢: 化学" });
@@ -55,7 +40,7 @@ test("a person sees, understands and corrects what the agent believes about them
     await page.getByRole("tab", { name: "Conversations" }).click();
     await page.locator("[data-section='sessions'] li", { hasText: "s1" }).waitFor();
     await page.getByRole("tab", { name: "Who saw your memory" }).click();
-    await page.locator("[data-section='reads'] li").first().waitFor();
+    await page.locator("[data-section='reads'] [data-reads='others'] li").first().waitFor();  // the agent's recall
 
     await page.getByRole("tab", { name: "Consent and deletion" }).click();
     await page.locator("input[name='purpose-analytics']").uncheck();
@@ -68,7 +53,5 @@ test("a person sees, understands and corrects what the agent believes about them
     await receipt.getByText("Everything was deleted").waitFor();
     assert.equal(await receipt.getAttribute("data-complete"), "true");
     assert.deepEqual(failed, []);  // no request failed, nothing logged an error, nothing came from elsewhere
-  } finally {
-    await browser.close();
-  }
+  });
 });

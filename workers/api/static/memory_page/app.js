@@ -2,7 +2,7 @@
 // correct it — in Chinese or English. It runs on the memory-page link's token (the URL fragment: no server sees
 // it) against the API's own routes; the token opens this user's page and nothing else. Preact + htm and Chart.js,
 // vendored (no CDN).
-import { html, render, useEffect, useState } from "./vendor/preact-htm.module.js";
+import { html, render, useEffect, useRef, useState } from "./vendor/preact-htm.module.js";
 
 const token = new URLSearchParams(location.hash.slice(1)).get("token");
 const userId = (() => {
@@ -23,10 +23,11 @@ const TEXT = {
     more: "更多", keep: "这个对", longTerm: "允许长期记忆", purposes: "允许的用途", child: "儿童模式（13岁以下）",
     erase: "删除我的全部记忆", eraseConfirm: "确认永久删除（无法恢复）", export: "下载我的数据",
     messages: "条消息", saved: "已保存", expired: "这个链接无效或已过期，请回到应用重新打开。", noLink: "请从应用里打开这个页面。",
-    withdrew: (r) => `已撤回用途 ${r.purposes.join("、")}：删除了 ${r.deleted_events} 条事件、${r.archived_events} 条归档、` +
+    withdrew: (r) => `已撤回用途 ${r.purposes.map(TEXT.zh.purpose).join("、")}：删除了 ${r.deleted_events} 条事件、${r.archived_events} 条归档、` +
       `${r.beliefs_removed.length} 条认识，重新评估了 ${r.beliefs_rescored.length} 条。`,
     erasedAll: (r) => r.complete ? "你的全部记忆已删除，什么都没有留下。" : "删除未完成，系统会在 24 小时内重试。",
     receiptRaw: "回执原文",
+    ownReads: (n, more, last) => `你自己，在这个页面上：${n}${more ? "+" : ""} 次，最近一次 ${last}`,
     step: (s, n) => {
       const move = s.before !== null && s.after !== null ? `：${n(s.before)} → ${n(s.after)}` : s.after !== null ? `：新建为 ${n(s.after)}` : "";
       const from = s.message_ids.length ? `（消息 ${s.message_ids.join("、")}）` : "";
@@ -40,6 +41,7 @@ const TEXT = {
     sources: { rule: "规则", llm: "大模型", human: "你本人", counter_evidence: "反证" },
     actions: { "read.recall": "回忆", "read.profile": "查看认识", "read.list": "查看列表", "read.export": "导出" },
     tiers: { event: "事件层", deep: "深层" },
+    purpose: (p) => ({ personalisation: "个性化", tutoring: "辅导学习", support: "客服支持", analytics: "统计分析" })[p] || p,
     relations: {
       age: "年龄", name: "名字", grade: "年级", school: "学校", occupation: "职业", location: "所在地", timezone: "时区",
       language: "语言", family: "家人", likes: "喜欢", dislikes: "不喜欢", learning_style: "学习方式",
@@ -60,16 +62,19 @@ const TEXT = {
     export: "Download my data", messages: "messages", saved: "Saved",
     expired: "This link is not valid or has expired: open the page again from the app.",
     noLink: "Open this page from the app.",
-    withdrew: (r) => `Withdrew ${r.purposes.join(", ")}: ${r.deleted_events} events, ${r.archived_events} archived events ` +
+    withdrew: (r) => `Withdrew ${r.purposes.map(TEXT.en.purpose).join(", ")}: ${r.deleted_events} events, ${r.archived_events} archived events ` +
       `and ${r.beliefs_removed.length} beliefs removed, ${r.beliefs_rescored.length} re-scored.`,
     erasedAll: (r) => r.complete ? "Everything was deleted: nothing of you is left."
       : "Not everything is deleted yet: it is retried within 24 hours.",
     receiptRaw: "The receipt",
-    step: (s) => s.explanation,
+    ownReads: (n, more, last) => `You, on this page: ${n}${more ? "+" : ""} ${n === 1 && !more ? "time" : "times"}, ` +
+      `last at ${last}`,
+    step: (s) => plain(s.explanation),
     decay: (h, c) => `fades with time (half-life ${h} days): ${c} now`,
     sources: { rule: "rules", llm: "language model", human: "you", counter_evidence: "counter-evidence" },
     actions: { "read.recall": "recall", "read.profile": "profile read", "read.list": "listing", "read.export": "export" },
     tiers: { event: "event layer", deep: "deep tier" },
+    purpose: (p) => p.replaceAll("_", " "),
     relations: {},
   },
 };
@@ -83,6 +88,14 @@ async function api(method, path, body) {
   if (!response.ok) throw Object.assign(new Error(answer.message || response.statusText), { status: response.status });
   return answer;
 }
+
+// Stored text was cleaned once on its way in: HTML-escaped (< > &, memory/text.py clean). The page puts text into
+// the DOM as text (Preact sets text nodes and attributes, never markup), so it turns those escapes back into the
+// characters the person wrote — or they would show as &lt; and &amp;. Only what cleaning produces is undone.
+const STORED = { "&lt;": "<", "&gt;": ">", "&amp;": "&" };
+const plain = (text) => text.replace(/&(?:lt|gt|amp);/g, (entity) => STORED[entity]);
+// the page's own reads: its link reads as "page:…" (workers/api/deps.py), that is the person themself
+const byPage = (read) => read.operator_id.startsWith("page:");
 
 const me = (rest = "") => `/v1/users/${encodeURIComponent(userId)}${rest}`;
 const when = (ts, lang) => new Date(ts * 1000).toLocaleString(lang === "zh" ? "zh-CN" : "en-GB",
@@ -100,7 +113,8 @@ function Chart({ history, t }) {
   const [canvas, setCanvas] = useState(null);
   useEffect(() => {
     if (!canvas || !history) return undefined;
-    const points = history.steps.filter((s) => s.after !== null).map((s) => ({ x: s.at * 1000, y: s.after, label: s.explanation }));
+    const points = history.steps.filter((s) => s.after !== null)
+      .map((s) => ({ x: s.at * 1000, y: s.after, label: plain(s.explanation) }));
     const now = Date.now() / 1000;
     const decay = [];
     if (history.status === "active") {
@@ -131,7 +145,8 @@ function Chart({ history, t }) {
 function BeliefCard({ belief, t, lang, reload }) {
   const [open, setOpen] = useState(false);
   const [editing, setEditing] = useState(false);
-  const [value, setValue] = useState(belief.object);
+  const [value, setValue] = useState(plain(belief.object));
+  const box = useRef(null);
   const [history, setHistory] = useState(null);
   const [said, setSaid] = useState([]);
   const [error, setError] = useState(null);
@@ -157,12 +172,22 @@ function BeliefCard({ belief, t, lang, reload }) {
       reload();
     } catch (e) { setError(e.message); }
   };
+  const cancel = () => { setEditing(false); setValue(plain(belief.object)); };
+  // Enter saves, but not the Enter that ends an IME composition (拼音 picks its characters with it); Escape cancels
+  const keys = (e) => { if (e.key === "Enter" && !e.isComposing) save(); };
+  useEffect(() => {
+    if (!editing) return undefined;
+    box.current.focus();
+    const escape = (e) => { if (e.key === "Escape") cancel(); };
+    document.addEventListener("keydown", escape);
+    return () => document.removeEventListener("keydown", escape);
+  }, [editing]);
   const remove = async () => {
     try { await api("DELETE", me(`/beliefs/${belief.rel_id}?operator_id=user`)); reload(); } catch (e) { setError(e.message); }
   };
   return html`<div class="belief" data-rel=${belief.rel_id}>
     <div class="line">
-      <div class="what">${label}: ${belief.object}<small>${t.source}: ${t.sources[belief.source] || belief.source}</small></div>
+      <div class="what">${label}: ${plain(belief.object)}<small>${t.source}: ${t.sources[belief.source] || belief.source}</small></div>
       <div class="bar" title=${t.confidence}><span style=${`width:${Math.round(belief.confidence * 100)}%`}></span></div>
       <div class="pct">${Math.round(belief.confidence * 100)}%</div>
       <div class="actions">
@@ -171,15 +196,16 @@ function BeliefCard({ belief, t, lang, reload }) {
         <button class="small danger" onClick=${remove}>${t.delete}</button>
       </div>
     </div>
-    ${editing && html`<div class="edit"><input value=${value} onInput=${(e) => setValue(e.target.value)} aria-label=${label} />
-      <button class="small" onClick=${save}>${t.save}</button><button class="small" onClick=${() => setEditing(false)}>${t.cancel}</button></div>`}
+    ${editing && html`<div class="edit"><input ref=${box} value=${value} onInput=${(e) => setValue(e.target.value)}
+        onKeyDown=${keys} aria-label=${label} />
+      <button class="small" onClick=${save}>${t.save}</button><button class="small" onClick=${cancel}>${t.cancel}</button></div>`}
     ${error && html`<p class="error">${error}</p>`}
     ${open && html`<div class="details">
       <strong>${t.why}</strong><div class="why">${history
         ? [...history.steps.map((s) => t.step(s, (x) => x.toFixed(2))),
            ...(belief.status === "active" ? [t.decay(history.half_life_days, belief.confidence.toFixed(2))] : [])].join("\n")
-        : belief.why.split("; ").join("\n")}</div>
-      ${said.length > 0 && html`<strong>${t.said}</strong><ul class="said">${said.map((e) => html`<li>${e.text || e.summary}
+        : plain(belief.why).split("; ").join("\n")}</div>
+      ${said.length > 0 && html`<strong>${t.said}</strong><ul class="said">${said.map((e) => html`<li>${plain(e.text || e.summary)}
         <span class="when"> · ${when(e.ts, lang)}</span></li>`)}</ul>`}
       <strong>${t.chart}</strong><${Chart} history=${history} t=${t} />
     </div>`}
@@ -200,7 +226,7 @@ function Events({ t, lang }) {
   useEffect(() => { load(null); }, []);
   if (!page.events.length) return html`<p class="empty">${t.none}</p>`;
   return html`<ul class="plain">${page.events.map((e) => html`<li><span class="tag">${e.event_type}</span>
-      <span>${e.summary}</span><span class="when">${when(e.ts, lang)} · ${t.tiers[e.tier]}</span></li>`)}</ul>
+      <span>${plain(e.summary)}</span><span class="when">${when(e.ts, lang)} · ${t.tiers[e.tier]}</span></li>`)}</ul>
     ${page.next_cursor && html`<button class="small" onClick=${() => load(page.next_cursor)}>${t.more}</button>`}`;
 }
 
@@ -219,17 +245,29 @@ function Reviews({ profile, t, reload }) {
     reload();
   };
   return html`<ul class="plain">${profile.open_reviews.map((r) => html`<li>${r.claims.map((c) => html`
-    <span>${t.relations[c.relation] || c.relation}: ${c.object}</span>
+    <span>${t.relations[c.relation] || c.relation}: ${plain(c.object)}</span>
     <button class="small" onClick=${() => keep(r, c.rel_id)}>${t.keep}</button>`)}</li>`)}</ul>`;
 }
 
 function Reads({ t, lang }) {
-  const [reads, setReads] = useState([]);
-  useEffect(() => { api("GET", me("/reads?limit=30")).then((r) => setReads(r.reads)); }, []);
-  if (!reads.length) return html`<p class="empty">${t.none}</p>`;
-  return html`<ul class="plain">${reads.map((r) => html`<li><span class="tag">${t.actions[r.action] || r.action}</span>
-    <span>${r.operator_id}${r.agent ? ` · ${r.agent}` : ""}${r.purpose ? ` · ${r.purpose}` : ""}</span>
-    <span class="when">${when(r.ts, lang)}</span></li>`)}</ul>`;
+  const [page, setPage] = useState({ reads: [], next_before: null });
+  const load = async (before) => {
+    const next = await api("GET", me(`/reads?limit=200${before ? `&before=${before}` : ""}`));
+    setPage((old) => ({ reads: before ? [...old.reads, ...next.reads] : next.reads, next_before: next.next_before }));
+  };
+  useEffect(() => { load(null); }, []);
+  const line = (r) => html`<li><span class="tag">${t.actions[r.action] || r.action}</span>
+    <span>${r.operator_id}${r.agent ? ` · ${r.agent}` : ""}${r.purpose ? ` · ${t.purpose(r.purpose)}` : ""}</span>
+    <span class="when">${when(r.ts, lang)}</span></li>`;
+  // the person's own visits would bury the agents' reads: they are counted on one line, folded, below them
+  const own = page.reads.filter(byPage);
+  const others = page.reads.filter((r) => !byPage(r));
+  return html`${others.length ? html`<ul class="plain" data-reads="others">${others.map(line)}</ul>`
+      : html`<p class="empty">${t.none}</p>`}
+    ${own.length > 0 && html`<details class="own" data-reads="own">
+      <summary>${t.ownReads(own.length, page.next_before !== null, when(own[0].ts, lang))}</summary>
+      <ul class="plain">${own.map(line)}</ul></details>`}
+    ${page.next_before && html`<button class="small" onClick=${() => load(page.next_before)}>${t.more}</button>`}`;
 }
 
 function Privacy({ t, reload }) {
@@ -259,7 +297,8 @@ function Privacy({ t, reload }) {
     <label class="switch"><input type="checkbox" name="long_term" checked=${policy.long_term}
       onChange=${(e) => consent(e.target.checked, null)} />${t.longTerm}</label>
     <div class="purposes"><strong>${t.purposes}: </strong>${purposes.map((p) => html`<label>
-      <input type="checkbox" name=${`purpose-${p}`} checked=${policy.purposes.includes(p)} onChange=${() => toggle(p)} />${p}</label>`)}</div>
+      <input type="checkbox" name=${`purpose-${p}`} checked=${policy.purposes.includes(p)} onChange=${() => toggle(p)} />
+      ${t.purpose(p)}</label>`)}</div>
     <label class="switch"><input type="checkbox" name="child" checked=${policy.child}
       onChange=${(e) => child(e.target.checked)} />${t.child}</label>
     ${note && html`<div class="receipt" data-note>${note}</div>`}
