@@ -9,6 +9,8 @@ shows what the tenants' lines (``memory.state.fairness``) change."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import os
 import time
 from pathlib import Path
 
@@ -27,7 +29,8 @@ def _run(tmp: Path, flood: int, few: int, env: dict[str, str]) -> dict:
     from bench.load import corpus, enqueue_all, message_body, wait_finished
 
     stack = Stack(tmp, api_port=free_port(), flower_port=free_port(), beat=False, flower=False,
-                  env={"MNEME_REDIS_URL": "", "MNEME_CONSENT_REQUIRED": "false", "MNEME_AUTH_REQUIRED": "true", **env})
+                  env={"MNEME_REDIS_URL": "", "MNEME_CONSENT_REQUIRED": "false", "MNEME_AUTH_REQUIRED": "true",
+                       "MNEME_MASTER_KEY": base64.b64encode(os.urandom(32)).decode(), **env})
     stack.start()
     try:
         mneme = Mneme(stack.settings)

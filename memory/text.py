@@ -20,6 +20,17 @@ FULL_TEXT_MARKER = "[全文见历史]"
 #: the joiner inside emoji such as 👨‍👩‍👧), line/paragraph separators, bidi embeddings, overrides and
 #: isolates (U+202A–U+202E, U+2066–U+2069: they make text display as something else), the BOM.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b\u200c\u200e\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+#: Removed too: tag characters (U+E0000–U+E007F, invisible ASCII look-alikes that can carry hidden text) and
+#: the non-characters (U+FDD0–U+FDEF and the last two code points of each plane), which are never text.
+_NOT_TEXT = re.compile("[\U000e0000-\U000e007f\ufdd0-\ufdef" + "".join(
+    f"{chr(plane + 0xfffe)}{chr(plane + 0xffff)}" for plane in range(0, 0x110000, 0x10000)) + "]")
+#: Combining marks kept on one character: accents, Vietnamese, Thai and emoji need one to three; "Zalgo" text
+#: stacks thousands, which then spill over the lines around it.
+MAX_MARKS = 4
+#: Text wholly of these (Latin, punctuation and symbols, CJK with its punctuation, full-width forms, emoji)
+#: holds no combining mark.
+_MARK_FREE = re.compile(r"[\x00-\u02ff\u2000-\u20cf\u2100-\u2bff\u3000-\u3029\u3030-\u3098\u309b-\u9fff"
+                        r"\uf900-\ufaff\uff00-\uffef\U0001f000-\U0001faff]*")
 _SPACES = re.compile(r"[ \t\u00a0\u3000]+")
 _BLANK_LINES = re.compile(r"\n{3,}")
 _ENTITY_TAIL = re.compile(r"&[#a-zA-Z0-9]{0,8}$")
@@ -40,12 +51,32 @@ ZH_FUNCTION_CHARS = frozenset("我你他她它们的了是在和与跟就都也�
 
 
 def clean(raw: str) -> str:
-    """Normalise a message for storage: NFC, no control characters, folded spaces, kept newlines."""
+    """Normalise a message for storage: NFC, no control characters, tag characters or non-characters, at most
+    ``MAX_MARKS`` combining marks on a character, folded spaces, kept newlines."""
     text = unicodedata.normalize("NFC", raw).replace("\r\n", "\n").replace("\r", "\n")
-    text = _CONTROL.sub("", text)
+    text = _cap_marks(_NOT_TEXT.sub("", _CONTROL.sub("", text)))
     lines = [_SPACES.sub(" ", line).strip() for line in text.split("\n")]
     text = _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
     return html.escape(text, quote=False)
+
+
+def _cap_marks(text: str) -> str:
+    """``text`` with at most ``MAX_MARKS`` combining marks on each character, the first ones kept. A format
+    character between them (a joiner) neither counts nor starts a new character."""
+    if _MARK_FREE.fullmatch(text):  # most messages: nothing to count
+        return text
+    kept: list[str] = []
+    marks = 0
+    for char in text:
+        kind = unicodedata.category(char)
+        if kind[0] == "M":
+            marks += 1
+            if marks > MAX_MARKS:
+                continue
+        elif kind != "Cf":
+            marks = 0
+        kept.append(char)
+    return "".join(kept)
 
 
 def clean_label(raw: str) -> str:

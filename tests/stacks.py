@@ -4,6 +4,7 @@ what it does (its audit records, its queues drained, a rewrite of its Redis's ap
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import tempfile
@@ -21,6 +22,11 @@ from workers.local.stack import Stack, free_port
 #: One copy of the embedder's token table for the stacks of every test run: a data dir's first start writes the
 #: table (63 MB) into its ``models/``, ~1 GB over a run's stacks on a CI disk that may have little room.
 MODELS = Path(tempfile.gettempdir()) / f"mneme-test-models-{os.getuid()}"
+
+
+def master_key() -> str:
+    """A fresh master key, as an operator makes one for a stack with auth on (`openssl rand -base64 32`)."""
+    return base64.b64encode(os.urandom(32)).decode()
 
 
 @contextmanager

@@ -19,7 +19,7 @@ from memory.state.fairness import STUCK_S, FairShare
 from memory.state.jobs import Jobs
 from tasks.maintenance import lost_jobs
 from tests.polling import wait_until
-from tests.stacks import restarted, running_stack
+from tests.stacks import master_key, restarted, running_stack
 from workers.celery_app import create_celery
 
 WINDOW = 4
@@ -140,7 +140,8 @@ FLOOD, FEW = 5000, 50
 
 @pytest.fixture(scope="module")
 def fairstack(tmp_path_factory):
-    with running_stack(tmp_path_factory, "fair", MNEME_AUTH_REQUIRED="true", MNEME_CONSENT_REQUIRED="false") as s:
+    with running_stack(tmp_path_factory, "fair", MNEME_AUTH_REQUIRED="true", MNEME_MASTER_KEY=master_key(),
+                       MNEME_CONSENT_REQUIRED="false") as s:
         yield s
 
 

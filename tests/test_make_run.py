@@ -1,6 +1,8 @@
 """What `make run` does around the stack itself: a taken port fails at once with one line that says how to
-pick another, and each run's logs are kept apart (the newest also as logs/latest)."""
+pick another (a port a stopped stack just left is not taken), auth on without a master key refuses to start,
+and each run's logs are kept apart (the newest also as logs/latest)."""
 
+import base64
 import os
 import socket
 import subprocess
@@ -9,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from workers.local.stack import Stack
+from memory.crypto import load_master_key
+from memory.errors import ConfigurationError
+from memory.settings import Settings
+from workers.local.stack import Stack, free_port, taken
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,6 +31,50 @@ def test_a_taken_port_fails_with_one_line_saying_how_to_pick_another(tmp_path):
     assert done.returncode == 1 and len(lines) == 1, lines
     assert f"port {port} is taken" in lines[0] and f"MNEME_API_PORT={port + 1} make run" in lines[0]
     assert not (tmp_path / "logs").exists()  # nothing was started
+
+
+def test_a_port_is_free_again_as_soon_as_its_server_stopped():
+    """`make run` right after a clean stop: the stopped server's connections wait in TIME_WAIT for a minute, and
+    a port with nothing listening on it is free all the same."""
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn and Valkey bind
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            served, _ = server.accept()
+            served.close()  # the server ends the connection, as it does when it stops: its end waits in TIME_WAIT
+            assert client.recv(1) == b""
+        assert taken(port)  # still listening
+    with socket.socket() as plain, pytest.raises(OSError):
+        plain.bind(("127.0.0.1", port))  # what the port check was: "taken" for a minute
+    assert not taken(port)
+
+
+def test_auth_on_without_a_master_key_refuses_to_start_naming_the_setting(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "workers.local.stack"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "MNEME_AUTH_REQUIRED": "true", "MNEME_MASTER_KEY": "",
+                               "MNEME_API_PORT": str(free_port()), "MNEME_FLOWER_PORT": str(free_port()),
+                               "MNEME_DATA_DIR": str(tmp_path)})
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    assert done.returncode == 1 and len(lines) == 1, lines
+    assert "MNEME_AUTH_REQUIRED=true needs MNEME_MASTER_KEY" in lines[0] and "openssl rand -base64 32" in lines[0]
+    assert list(tmp_path.iterdir()) == []  # nothing started, no key made
+
+
+def test_a_development_key_is_not_taken_once_auth_is_on(tmp_path):
+    """A stack started with auth on refuses before any process starts, and says how to keep the key that
+    development mode made in the data dir."""
+    made = load_master_key(Settings(_env_file=None, data_dir=tmp_path))  # development mode: made once, kept
+    stack = Stack(tmp_path, env={"MNEME_AUTH_REQUIRED": "true", "MNEME_MASTER_KEY": "", "MNEME_REDIS_URL": ""})
+    with pytest.raises(ConfigurationError) as refused:
+        stack.start()
+    assert stack.procs == {}
+    assert f"MNEME_MASTER_KEY=$(base64 -w0 {stack.data_dir / 'master.key'})" in refused.value.message
+    given = Settings(_env_file=None, data_dir=tmp_path, auth_required=True, master_key=base64.b64encode(made).decode())
+    assert load_master_key(given) == made
+    with pytest.raises(ConfigurationError, match="MNEME_MASTER_KEY must be 32 bytes, base64-encoded"):
+        load_master_key(given.model_copy(update={"master_key": "not base64!"}))
 
 
 def test_each_run_keeps_its_logs_apart(tmp_path):

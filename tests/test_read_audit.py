@@ -16,7 +16,7 @@ from memory.mneme import Mneme
 from memory.state import keys
 from memory.userhash import user_hash
 from tests.polling import wait_until
-from tests.stacks import audit_records, restarted, running_stack
+from tests.stacks import audit_records, master_key, restarted, running_stack
 from workers.celery_app import create_celery
 
 REDRIVE_AFTER_S = 2  # how long a record is held before the redrive re-sends it (beat is off here)
@@ -24,7 +24,8 @@ REDRIVE_AFTER_S = 2  # how long a record is held before the redrive re-sends it 
 
 @pytest.fixture(scope="module")
 def rstack(tmp_path_factory):
-    with running_stack(tmp_path_factory, "reads", MNEME_AUTH_REQUIRED="true", MNEME_CONSENT_REQUIRED="false",
+    with running_stack(tmp_path_factory, "reads", MNEME_AUTH_REQUIRED="true", MNEME_MASTER_KEY=master_key(),
+                       MNEME_CONSENT_REQUIRED="false",
                        MNEME_REDRIVE_AFTER_S=str(REDRIVE_AFTER_S)) as s:
         yield s
 

@@ -2,21 +2,24 @@
 tenant, another tenant's ids answer 404 (and are audited), keys are stored hashed and rate-limited."""
 
 import json
+import time
 
 import httpx
 import pytest
 from mneme_client import MnemeClient
 
-from memory.errors import InvalidInput
+from memory.errors import InvalidInput, RateLimited
 from memory.mneme import Mneme
 from memory.state import keys
+from memory.state.tenants import ApiKeys
 from tests.polling import wait_until
-from tests.stacks import audit_records, running_stack
+from tests.stacks import audit_records, master_key, running_stack
 
 
 @pytest.fixture(scope="module")
 def tstack(tmp_path_factory):
-    with running_stack(tmp_path_factory, "tenants", MNEME_AUTH_REQUIRED="true", MNEME_CONSENT_REQUIRED="false") as s:
+    with running_stack(tmp_path_factory, "tenants", MNEME_AUTH_REQUIRED="true", MNEME_MASTER_KEY=master_key(),
+                       MNEME_CONSENT_REQUIRED="false") as s:
         yield s
 
 
@@ -52,6 +55,8 @@ def test_a_memory_page_link_opens_its_tenants_user_and_is_read_as_that_user(tsta
     as_page = {"Authorization": f"Bearer {link.token}"}
     seen = httpx.get(f"{tstack.api_url}/v1/users/patient1/profile", headers=as_page).json()
     assert {(b["relation"], b["object"]) for b in seen["beliefs"]} == {("dislikes", "打针")}  # tenant a's patient1
+    for path, status in (("/v1/vocabulary", 200), ("/v1/purposes", 200), ("/metrics", 401)):  # what the page shows
+        assert httpx.get(f"{tstack.api_url}{path}", headers=as_page).status_code == status, path
     reads = wait_until(lambda: trt.reads.of_user(f"clinic-a-{uid}", "patient1"), 30, "the page's read recorded")
     assert reads[0]["operator_id"] == "page:patient1"  # who read: the user, on their own page
 
@@ -84,6 +89,62 @@ def test_each_key_has_a_rate_limit(tstack, trt, uid):
         statuses = [httpx.post(f"{tstack.api_url}/v1/recall", json={"user_id": "u", "query": "x"},
                                headers=c._http.headers).status_code for _ in range(5)]
     assert statuses[:3] == [200, 200, 200] and statuses[3:] == [429, 429]
+
+
+def test_no_60_seconds_let_more_than_the_limit_through(trt, uid):
+    """A burst on both sides of a minute's end: a count per clock minute let twice the limit through there."""
+    now = [1_800_000_000 - 0.5]  # half a second before a minute ends
+    api_keys = ApiKeys(trt.state.client, clock=lambda: now[0])
+    _, secret = api_keys.create_key(f"burst-{uid}", rate_limit=10)
+    let_in: list[float] = []
+
+    def burst(requests: int) -> list[int]:
+        waits = []
+        for _ in range(requests):
+            try:
+                api_keys.authenticate(secret)
+                let_in.append(now[0])
+            except RateLimited as exc:
+                waits.append(exc.retry_after_s)
+        return waits
+
+    assert burst(15) == [60] * 5 and len(let_in) == 10
+    now[0] += 1  # a new minute: nothing more until the burst is a minute old
+    assert burst(15) == [59] * 15 and len(let_in) == 10
+    now[0] += 59  # as Retry-After said
+    assert burst(1) == [] and len(let_in) == 11
+    for _ in range(400):  # then two tries every 0.7 s for over four minutes
+        now[0] += 0.7
+        burst(2)
+    most = max(sum(t <= u < t + 60 for u in let_in) for t in let_in)
+    assert most == 10 and len(let_in) >= 10 + 4 * 10  # never more than the limit, and the limit all along
+
+
+def test_metrics_vocabulary_and_purposes_need_a_key_too(tstack, trt, uid):
+    _, _, secret = client_for(tstack, trt, f"ops-{uid}")
+    for path in ("/metrics", "/v1/vocabulary", "/v1/purposes"):
+        anonymous = httpx.get(f"{tstack.api_url}{path}")
+        assert anonymous.status_code == 401 and "Authorization: Bearer" in anonymous.json()["message"], path
+        assert httpx.get(f"{tstack.api_url}{path}", headers={"X-API-Key": secret}).status_code == 200, path
+    scraped = httpx.get(f"{tstack.api_url}/metrics", headers={"Authorization": f"Bearer {secret}"})
+    assert "mneme_http_request_seconds_count" in scraped.text  # as Prometheus scrapes it (`authorization:`)
+
+
+def test_two_different_keys_in_one_request_are_refused(tstack, trt, uid):
+    _, _, a = client_for(tstack, trt, f"two-a-{uid}")
+    _, _, b = client_for(tstack, trt, f"two-b-{uid}")
+    message = {"user_id": "u", "session_id": f"s-{uid}", "message_id": "m1", "role": "user", "content": "我喜欢物理",
+               "client_ts": int(time.time())}
+    both = httpx.post(f"{tstack.api_url}/v1/messages", json=message, headers={"Authorization": f"Bearer {a}",
+                                                                              "X-API-Key": b})
+    assert both.status_code == 400 and "send one" in both.json()["message"]
+    assert a not in both.text and b not in both.text
+    for key in (a, b):  # neither tenant got the message
+        held = httpx.get(f"{tstack.api_url}/v1/sessions/s-{uid}/messages", headers={"X-API-Key": key})
+        assert held.status_code == 404
+    same = httpx.post(f"{tstack.api_url}/v1/messages", json=message, headers={"Authorization": f"Bearer {a}",
+                                                                              "X-API-Key": a})
+    assert same.status_code == 202
 
 
 def test_a_revoked_key_stops_working_at_once(tstack, trt, uid):

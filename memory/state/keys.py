@@ -41,7 +41,7 @@ user's sessions, a tenant's counters, every pending job — is read shard by sha
 | mneme:tenant:<tenant>                 | hash | users, returning users, audit sequence  | none (2)       |
 | mneme:{apikeys}                       | hash | key id → key record (secret hashed)     | none (6)       |
 | mneme:{apikeys}:hashes                | hash | sha256(secret) → key id                 | none (6)       |
-| mneme:ratelimit:<key_id>:<minute>     | str  | requests by one key in one minute       | 120 s          |
+| mneme:ratelimit:<key_id>              | zset | a key's requests of the last 60 s → when | 60 s         |
 | mneme:{audit}:outbox                  | hash | audit record id → record, until written | none (8)       |
 | mneme:{audit}:due                     | zset | audit record id → when it is due again  | none (8)       |
 | mneme:fair:{<tenant>}:flight         | zset | the tenant's job ids in the pipeline → when let in | none (11) |
@@ -227,8 +227,8 @@ API_KEYS = f"{PREFIX}:{{apikeys}}"
 API_KEY_HASHES = f"{PREFIX}:{{apikeys}}:hashes"
 
 
-def rate_window(key_id: str, minute: int) -> str:
-    return f"{PREFIX}:ratelimit:{key_id}:{minute}"
+def rate_window(key_id: str) -> str:
+    return f"{PREFIX}:ratelimit:{key_id}"
 
 
 #: The ``memory.userdata`` store that counts, exports and erases each key family holding a user's data.
@@ -255,7 +255,7 @@ NO_USER_DATA = {
     "tenant": "tenant-wide counters (aggregates) and the audit sequence",
     "API_KEYS": "API key records (tenants, not users)",
     "API_KEY_HASHES": "hashes of API key secrets",
-    "rate_window": "requests per API key and minute",
+    "rate_window": "when an API key's requests of the last minute came",
     "AUDIT_OUTBOX": "audit records, which hold hashed user ids only",
     "AUDIT_DUE": "audit record ids",
     "STAGE_PROGRESS": "when each queue last finished a task",

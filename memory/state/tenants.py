@@ -1,15 +1,18 @@
 """Tenants and API keys. A key maps a caller to one tenant; every read and write is scoped by it.
 
 Keys are ``mn_<key id>_<secret>``; only the SHA-256 of the whole key is stored, so a leaked database
-gives no usable key. Each key has a per-minute rate limit (fixed window in Redis).
+gives no usable key. Each key has a per-minute rate limit: a sliding window in Redis (``ratelimit.lua``), so
+no 60 s, wherever they start, let more requests through than the limit.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import secrets
 import time
+from collections.abc import Callable
 
 import redis
 from pydantic import BaseModel
@@ -17,6 +20,10 @@ from pydantic import BaseModel
 from memory.errors import InvalidInput, NotFound, RateLimited, Unauthorized
 from memory.models import TENANT_PATTERN, TENANT_RULE
 from memory.state import keys
+from memory.state.lua import script
+
+RATE_WINDOW_S = 60
+_TAKE = script("ratelimit.lua", entry="return rate_take(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4])")
 
 
 class ApiKey(BaseModel):
@@ -34,8 +41,10 @@ def _digest(secret: str) -> str:
 class ApiKeys:
     """Tenants' API keys and their rate limits."""
 
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: redis.Redis, clock: Callable[[], float] = time.time) -> None:
         self._redis = client
+        self._clock = clock  # what the rate window is measured with
+        self._take = client.register_script(_TAKE)
 
     def create_key(self, tenant: str, name: str = "", rate_limit: int = 600) -> tuple[str, str]:
         """A new key for ``tenant``: returns (key id, the secret key — shown once, never stored)."""
@@ -74,14 +83,10 @@ class ApiKeys:
             raise Unauthorized("unknown or revoked API key")
         key = ApiKey.model_validate_json(raw)
         if key.rate_limit:
-            minute = int(time.time() // 60)
-            window = keys.rate_window(key.key_id, minute)
-            pipe = self._redis.pipeline()
-            pipe.incr(window)
-            pipe.expire(window, 120)
-            used = pipe.execute()[0]
-            if used > key.rate_limit:
-                wait = 60 - int(time.time() % 60)
+            wait_ms = int(self._take(keys=[keys.rate_window(key.key_id)], args=[
+                round(self._clock() * 1000), RATE_WINDOW_S * 1000, key.rate_limit, secrets.token_hex(8)]))
+            if wait_ms:
+                wait = math.ceil(wait_ms / 1000)
                 raise RateLimited(f"API key {key.key_id} is limited to {key.rate_limit} requests a minute; "
                                   f"retry in {wait} s", retry_after_s=wait)
         return key

@@ -21,6 +21,7 @@ from fastapi import FastAPI
 from memory.mneme import Mneme, get_mneme
 from tasks.envelope import AUDIT_BATCH
 from workers.api import beliefs, docs, errors, feedback, health, history, jobs, memory_page, messages, recall, users
+from workers.api.deps import KEYED
 from workers.api.observability import install
 from workers.api.sends import Extractions, audit_sends
 from workers.api.strict_json import StrictJsonRoute
@@ -52,7 +53,7 @@ def create_app(runtime: Mneme | None = None) -> FastAPI:
                                         settings.tenant_queue_limit)
     app.state.audits = audit_sends(mneme.state.dispatch, ROUTES["memory.audit"], settings.extract_send_interval_s,
                                    AUDIT_BATCH)
-    install(app, mneme.state.broker)  # JSON logs with request ids, request latency, GET /metrics
+    install(app, mneme.state.broker, dependencies=KEYED)  # JSON logs, request ids and latency, GET /metrics
     for router in ROUTERS:
         app.include_router(router)
     app.include_router(docs.router)

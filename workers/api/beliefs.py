@@ -8,14 +8,14 @@ from mneme_client.models import Belief, BeliefHistory, Profile, Review, Vocabula
 
 from memory.errors import Conflict, NotFound
 from memory.purposes import checked
-from workers.api.deps import Caller, Memory, OperatorId, PathId, QueryPurpose, Tenant, resource_router
+from workers.api.deps import KEYED, Caller, Memory, OperatorId, PathId, QueryPurpose, Tenant, resource_router
 from workers.api.requests import BeliefIn, ResolveIn
 from workers.api.wire import out, out_all
 
 router = resource_router()
 
 
-@router.get("/v1/vocabulary", response_model=VocabularyOut, tags=["semantic memory"])
+@router.get("/v1/vocabulary", response_model=VocabularyOut, tags=["semantic memory"], dependencies=KEYED)
 def vocabulary(mneme: Memory) -> VocabularyOut:
     """The relations this deployment keeps about a user (its vocabulary file): category, half-life, whether one
     value at a time, the opposite, and what each means."""

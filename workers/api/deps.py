@@ -68,8 +68,12 @@ async def tenant_of(request: Request, mneme: Memory,
                     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)],
                     header_key: Annotated[str | None, Depends(KEY_HEADER)]) -> str:
     """The caller's tenant: from the API key, or from a memory-page link (which holds to its user's page), or
-    the development tenant when auth is off."""
-    secret = bearer.credentials.strip() if bearer else header_key
+    the development tenant when auth is off. Two different keys in one request are refused: which one is meant?"""
+    sent = {s for s in (bearer.credentials.strip() if bearer else None, header_key and header_key.strip()) if s}
+    if len(sent) > 1:
+        raise InvalidInput("two different API keys in one request: send one, as 'Authorization: Bearer <key>' "
+                           "or as 'X-API-Key: <key>'")
+    secret = next(iter(sent), None)
     if page_links.is_page_token(secret):
         return _page_tenant(request, mneme, str(secret))
     if not mneme.settings.auth_required:
@@ -93,6 +97,8 @@ def _page_tenant(request: Request, mneme: Memory, token: str) -> str:
 
 
 Tenant = Annotated[str, Depends(tenant_of)]
+#: A route's ``dependencies`` when it reads nothing of a tenant's but, with auth on, needs a key all the same.
+KEYED = (Depends(tenant_of),)
 
 
 async def reader_of(request: Request, tenant: Tenant) -> Reader:

@@ -10,7 +10,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 
-from fastapi import FastAPI
+from fastapi import FastAPI, params
 from fastapi.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -62,12 +62,12 @@ class LatencyMiddleware:
 
 
 def install(app: FastAPI, broker: Broker | None = None, queues: Sequence[str] = QUEUES,
-            service: str | None = "api") -> None:
+            service: str | None = "api", dependencies: Sequence[params.Depends] = ()) -> None:
     """Add request ids, request latency and ``GET /metrics`` to ``app``; with ``service`` (default "api")
     also switch this process's logs to JSON lines. Call it before the app serves its first request.
 
     ``broker`` is where queue depths are read; by default the process runtime's, looked up at the first
-    scrape."""
+    scrape. ``dependencies`` run before each scrape: the API's asks for a key when auth is on."""
     if service:
         configure_logging(service)
     found: list[Broker] = [broker] if broker is not None else []
@@ -82,7 +82,7 @@ def install(app: FastAPI, broker: Broker | None = None, queues: Sequence[str] = 
     app.add_middleware(LatencyMiddleware)
     app.add_middleware(RequestIdMiddleware)  # added last: outermost, so the access line has the id
     app.add_api_route("/metrics", _metrics_endpoint(the_broker, tuple(queues)), methods=["GET"],
-                      include_in_schema=False)
+                      include_in_schema=False, dependencies=dependencies)
 
 
 def _metrics_endpoint(broker: Callable[[], Broker], queues: tuple[str, ...]) -> Callable[[], Response]:

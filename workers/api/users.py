@@ -11,7 +11,7 @@ from mneme_client.models import ConsentChange, DeletionReceipt, PageLink, Policy
 
 from memory import page_links
 from memory.purposes import checked
-from workers.api.deps import Caller, Memory, OperatorId, PathId, PathPurpose, Tenant, resource_router
+from workers.api.deps import KEYED, Caller, Memory, OperatorId, PathId, PathPurpose, Tenant, resource_router
 from workers.api.requests import ChildIn, ConsentIn, EventType
 from workers.api.wire import out
 
@@ -19,7 +19,7 @@ log = logging.getLogger("mneme.api")
 router = resource_router()
 
 
-@router.get("/v1/purposes", response_model=Purposes, tags=["privacy"])
+@router.get("/v1/purposes", response_model=Purposes, tags=["privacy"], dependencies=KEYED)
 def purposes(mneme: Memory) -> Purposes:
     """The purposes a user consents to one by one (``MNEME_PURPOSES``)."""
     return Purposes(purposes=mneme.settings.purposes)

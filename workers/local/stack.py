@@ -28,6 +28,8 @@ from typing import Any
 
 import httpx
 
+from memory.crypto import load_master_key
+from memory.errors import ConfigurationError
 from memory.settings import Settings
 
 
@@ -219,6 +221,7 @@ class Stack:
         self._wait(lambda: socket.create_connection(("127.0.0.1", self.redis_port), 0.5).close(), "redis", 20)
 
     def start(self, wait_embedder: bool = True) -> Stack:
+        load_master_key(self.settings)  # no master key (auth on, none given) refuses before any process starts
         self.start_redis()
         for name in self.commands():
             self.start_one(name)
@@ -363,8 +366,10 @@ class Stack:
 
 
 def taken(port: int) -> bool:
-    """Whether something already listens on 127.0.0.1:``port``."""
+    """Whether something already listens on 127.0.0.1:``port``. The connections of a server that just stopped
+    (in TIME_WAIT for a minute) do not count: the servers bind with ``SO_REUSEADDR``, and so does the probe."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
@@ -378,6 +383,10 @@ def main() -> None:
         if taken(port):
             sys.exit(f"port {port} is taken (another Mneme, or another program): pick a free one, e.g. "
                      f"{variable}={port + 1} make run")
+    try:
+        load_master_key(settings)  # as ``Stack.start`` does, before anything is created
+    except ConfigurationError as exc:
+        sys.exit(str(exc))
     stack = Stack(settings.data_dir, api_port=settings.api_port, flower_port=settings.flower_port)
     stopping = False
 
@@ -387,6 +396,9 @@ def main() -> None:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    mode = ("multi-tenant (MNEME_AUTH_REQUIRED=true): each call needs an API key (`mneme keys create --tenant NAME`)"
+            if settings.auth_required else
+            "single-tenant development (MNEME_AUTH_REQUIRED=false): no API key needed")
     try:
         print("starting Mneme (first start loads the embedding model)…", flush=True)
         stack.start()
@@ -394,7 +406,7 @@ def main() -> None:
 Mneme is running (data in {stack.data_dir}, logs in {stack.logs})
   API      {stack.api_url}          OpenAPI: {stack.api_url}/docs
   Flower   http://127.0.0.1:{stack.flower_port}   (user:password {stack.env['FLOWER_BASIC_AUTH']})
-  Mode     single-tenant development (MNEME_AUTH_REQUIRED=false): no API key needed
+  Mode     {mode}
   Redis    {stack.env['MNEME_REDIS_URL']}
   State    {state_path(stack.data_dir)}   (how `mneme` and the MCP server find this stack)
 

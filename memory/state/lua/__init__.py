@@ -1,7 +1,7 @@
 """Mneme's Lua, as files, each Redis step one script: the job record (``jobs.lua``, the one place that writes
 it), product counters (``counters.lua``), working memory (``sessions.lua``, whose accept step calls the
-other two; ``vectors.lua`` keeps a session's newest turn's vector) and dead letters (``deadletters.lua``). A
-script is the files whose functions it needs, then its entry."""
+other two; ``vectors.lua`` keeps a session's newest turn's vector), dead letters (``deadletters.lua``) and an
+API key's rate window (``ratelimit.lua``). A script is the files whose functions it needs, then its entry."""
 
 from __future__ import annotations
 
