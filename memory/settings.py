@@ -29,6 +29,9 @@ class Settings(BaseSettings):
                                                    "the state; the broker is then MNEME_BROKER_REDIS_URL.")
     broker_redis_url: str | None = Field(None, description="A Redis of its own for the Celery broker; unset = "
                                                           "MNEME_REDIS_URL (required with MNEME_REDIS_CLUSTER).")
+    redis_timeout_s: float = Field(2.0, gt=0, description="A Redis command not answered within this long fails "
+                                   "(the API answers 503 with Retry-After, a task retries): a frozen Redis is not "
+                                   "waited on.")
     episodic_url: str = Field("", description="Episodic store URL; empty = sqlite file in data_dir.")
     graph_url: str = Field("", description="Graph store URL; empty = sqlite file in data_dir.")
     audit_url: str = Field("", description="Audit sink URL; empty = hash-chained JSON-lines file in data_dir.")
@@ -91,7 +94,7 @@ class Settings(BaseSettings):
     task_max_retries: int = Field(8, ge=0)
     preload_embedder: bool = Field(False, description="Load the model when a worker process starts.")
     stage_stall_after_s: float = Field(
-        120.0, gt=0, description="/healthz reports a stage stalled when its queue holds work and none of it "
+        30.0, gt=0, description="/healthz reports a stage stalled when its queue holds work and none of it "
                                  "has finished for this long.")
     embedded_beat: bool = Field(False, description="Run beat as a thread of this worker (the local stack's "
                                                    "pipeline worker does). One process of a deployment at most.")
@@ -106,6 +109,9 @@ class Settings(BaseSettings):
                                "worker; 0: not kept (each embed worker then remembers only the turns it embedded).")
     embed_threads: int = Field(1, ge=1, description="Per process: two threads on a busy 2-core box collapse.")
     visibility_timeout_s: int = Field(3600, ge=10)
+    worker_silent_after_s: float = Field(300.0, ge=10, description="The redrive puts back what a worker holds once "
+                                         "it has not consumed (beaten) for this long: it died, froze, or lost its "
+                                         "broker for good. Longer than any one task runs.")
 
     # --- optional LLM extraction stage (OpenAI-compatible chat endpoint) -----------------------
     llm_base_url: str = Field("", description="e.g. http://127.0.0.1:8000/v1; empty = rules only.")

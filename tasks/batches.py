@@ -73,6 +73,20 @@ class StageBatches(Batches):  # type: ignore[misc]  # Batches is untyped (see it
 
         return on_message
 
+    def forget_buffered(self) -> None:
+        """Drop the requests buffered for a run, and its timers: delivered on a connection that was lost, they
+        can be acknowledged no more (``tasks.lifecycle.Reconnected`` puts their messages back)."""
+        timers: list[Any] = [self._soon, getattr(self, "_tref", None)]  # celery-batches' own flush timer
+        for timer in timers:
+            if timer is not None:
+                timer.cancel()
+        self._soon = None
+        self._tref = None
+        while not self._buffer.empty():
+            self._buffer.get_nowait()
+        while not self._pending.empty():
+            self._pending.get_nowait()
+
     def _do_flush(self) -> None:
         if self._soon is not None:
             self._soon.cancel()

@@ -12,6 +12,11 @@ copy of the library; scale by starting more of them), so a worker that dies take
   a second later (``memory.redrive``'s check, at once instead of after ``MNEME_REDRIVE_AFTER_S``:
   ``tasks.maintenance``). A job seen between two holders at that moment is sent twice, which the stages'
   idempotence makes harmless.
+- A broker connection that drops (Redis killed, restarted, failed over) loses the channel the worker's held
+  messages were delivered on: Celery cannot ack them any more ("Couldn't ack"), and kombu would put them back
+  only after the visibility timeout (an hour). So when its consumer starts again after a connection loss
+  (:class:`Reconnected`), a worker forgets the requests it had buffered for a batch and puts back everything
+  its hash holds, before it consumes again; the stages' idempotence makes a message run twice harmless.
 - The embed worker loads its model before it takes work (``MNEME_PRELOAD_EMBEDDER``), not the segmenter.
 - Beat can run as a thread inside a worker (``MNEME_EMBEDDED_BEAT``): the local stack's pipeline worker does,
   one process fewer. Only one process of a deployment may run beat.
@@ -23,22 +28,70 @@ import logging
 import time
 from typing import Any
 
-from celery import Celery, signals
+from celery import Celery, bootsteps, signals
 from celery.beat import EmbeddedService
 
+from memory.errors import TransientError
 from memory.mneme import get_mneme
-from memory.state.broker import UNACKED, node_keys
+from memory.state.broker import BEAT_S, UNACKED, node_keys
+from tasks.batches import StageBatches
 
 log = logging.getLogger(__name__)
 
-_beat: list[Any] = []  # the beat thread this worker runs, if any
+_beat_service: list[Any] = []  # the beat thread this worker runs, if any
 _put_back: list[int] = []  # how many messages of its previous run this worker put back (logged once it logs)
 
 
 @signals.celeryd_init.connect
-def _keys_of_its_own(sender: str | None = None, conf: Any = None, **_: object) -> None:
+def _keys_of_its_own(sender: str | None = None, conf: Any = None, instance: Any = None, **_: object) -> None:
     if sender and conf is not None:
         conf.broker_transport_options = {**conf.broker_transport_options, **node_keys(sender)}
+    if instance is not None:
+        instance.app.steps["consumer"].add(Reconnected)
+
+
+class Reconnected(bootsteps.StartStopStep):
+    """The consumer's step that, each time it starts after the first (a broker connection lost and made again),
+    puts back what this worker holds unacknowledged — nothing runs or is buffered on the new connection yet —
+    and, while it runs, beats every ``BEAT_S`` from the consumer's own loop (``Broker.beat``): a worker that
+    answers a ping but consumes nothing (its loop stuck, its connection gone) goes silent."""
+
+    requires = ("celery.worker.consumer.tasks:Tasks",)
+
+    def __init__(self, parent: Any, **kwargs: Any) -> None:
+        super().__init__(parent, **kwargs)
+        self.starts = 0
+        self.beating: Any = None
+
+    def start(self, parent: Any) -> None:
+        self.starts += 1
+        if self.starts > 1:
+            for task in parent.app.tasks.values():
+                if isinstance(task, StageBatches):
+                    task.forget_buffered()  # their messages are put back: they come again on this connection
+            log.warning("broker connection back: put back %d messages held unacknowledged",
+                        put_back(parent.app, parent.hostname))
+        _beat(parent.hostname)
+        self.beating = parent.timer.call_repeatedly(BEAT_S, _beat, (parent.hostname,))
+
+    def stop(self, parent: Any) -> None:
+        if self.beating is not None:
+            self.beating.cancel()
+            self.beating = None
+
+    def shutdown(self, parent: Any) -> None:
+        self.stop(parent)
+        try:
+            get_mneme().state.broker.left(parent.hostname)
+        except TransientError:
+            pass  # Redis down: its beat goes stale, as a dead worker's would
+
+
+def _beat(node: str) -> None:
+    try:
+        get_mneme().state.broker.beat(node)
+    except TransientError:
+        pass  # Redis down: the consumer loses its connection too, and beats again once it is back
 
 
 @signals.worker_init.connect
@@ -60,13 +113,13 @@ def _ready(sender: Any = None, **_: object) -> None:
         service: Any = EmbeddedService(sender.app, thread=True,  # a Thread (typed as either kind)
                                        schedule_filename=str(settings.data_dir / "celerybeat-schedule"))
         service.start()
-        _beat.append(service)
+        _beat_service.append(service)
 
 
 @signals.worker_shutdown.connect
 def _stop_beat(**_: object) -> None:
-    while _beat:
-        _beat.pop().stop()
+    while _beat_service:
+        _beat_service.pop().stop()
 
 
 def put_back(app: Celery, node: str | None, older_than_s: float | None = None) -> int:
@@ -85,6 +138,11 @@ def put_back(app: Celery, node: str | None, older_than_s: float | None = None) -
         for tag in tags:
             channel.qos.restore_by_tag(tag, client)
         return len(tags)
+
+
+def put_back_silent(app: Celery, silent_after_s: float) -> int:
+    """What the worker nodes that stopped consuming (no beat for ``silent_after_s``) hold, back on its queues."""
+    return sum(put_back(app, node) for node in get_mneme().state.broker.silent(silent_after_s))
 
 
 def put_back_expired(app: Celery, visibility_timeout_s: float) -> int:

@@ -16,7 +16,7 @@ from memory.pipeline import tuning_stage
 from memory.services.maintenance import Job
 from tasks.base import MnemeTask
 from tasks.envelope import AUDIT_BATCH
-from tasks.lifecycle import put_back_expired
+from tasks.lifecycle import put_back_expired, put_back_silent
 from tasks.pipeline import audit, extract, retract, send_audit, send_extractions
 
 log = logging.getLogger(__name__)
@@ -27,11 +27,14 @@ REDRIVE_LIMIT = 500  # jobs (and audit records, retractions) one redrive re-send
 @shared_task(name="memory.redrive", base=MnemeTask, stage="maintenance", bind=True)
 def redrive(self: MnemeTask, dry_run: bool = False, limit: int = REDRIVE_LIMIT) -> dict[str, Any]:
     """Put back on their queues the messages a worker has held longer than the visibility timeout (one that
-    never came back, ``tasks.lifecycle``); re-send jobs accepted long ago, still not done and no longer held by
+    never came back, ``tasks.lifecycle``) or holds while it no longer consumes (silent for
+    ``MNEME_WORKER_SILENT_AFTER_S``); re-send jobs accepted long ago, still not done and no longer held by
     the broker (lost), audit records long held and still not written, and rollbacks' retractions long
     recorded and still not done. Safe to run twice or concurrently: every stage is idempotent."""
     mneme = get_mneme()
-    put_back = 0 if dry_run else put_back_expired(self.app, mneme.settings.visibility_timeout_s)
+    s = mneme.settings
+    put_back = 0 if dry_run else (put_back_expired(self.app, s.visibility_timeout_s)
+                                  + put_back_silent(self.app, s.worker_silent_after_s))
     report = lost_jobs(mneme, self.app, limit)
     held = [] if dry_run else mneme.trail.overdue(mneme.settings.redrive_after_s, limit)
     retractions = mneme.working.unfinished_retractions(mneme.settings.redrive_after_s, limit)

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import stat
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from memory.state import keys
 from memory.state.deadletters import DeadLetters
 from tests.accepted import write_job
 from tests.polling import wait_until
+from tests.stacks import master_key
 from workers.celery_app import create_celery
 from workers.cli import app
 from workers.local.stack import Stack, free_port
@@ -89,6 +91,16 @@ def test_status_shows_backends_queues_and_both_workers(cli):
     assert "extract" in result.stdout and "pending jobs:" in result.stdout and "dead letters:" in result.stdout
 
 
+def test_consuming_is_the_workers_healthcheck(cli):
+    """What compose's healthcheck runs: 0 for a worker whose consumer beats, 1 (saying why) for one that does not."""
+    host = socket.gethostname()
+    assert cli("consuming", f"@{host}").exit_code == 0
+    result = cli("consuming", f"pipeline@{host}")
+    assert result.exit_code == 0 and f"pipeline@{host}: consuming" in result.stdout
+    nobody = cli("consuming", "nobody@nowhere")
+    assert nobody.exit_code == 1 and "nobody@nowhere: not consuming (never beat)" in nobody.stderr
+
+
 def test_status_as_a_real_process(stack):
     proc = subprocess.run([sys.executable, "-m", "workers.cli", "status"], cwd=ROOT, capture_output=True,
                           text=True, timeout=120, env={**stack.env, "COLUMNS": "200"})
@@ -149,6 +161,40 @@ def test_mneme_finds_the_stack_make_run_started_without_any_variable(tmp_path_fa
     stale = mneme("status", cwd=project)
     assert stale.returncode == 1 and f"ignoring {state}" in stale.stderr and "no longer running" in stale.stderr
     assert str(written["pids"]["redis"]) in stale.stderr
+
+
+#: Every command that operates a deployment (``audit verify`` checks a file: it needs none).
+NEEDS_A_DEPLOYMENT = (["status"], ["dead", "list"], ["dead", "show", "x"], ["keys", "list"],
+                      ["keys", "create", "--tenant", "t"], ["export", "u1"], ["erase", "u1", "--yes"],
+                      ["run", "decay", "--dry-run"], ["run", "redrive"])
+
+
+def test_outside_a_stack_each_command_says_where_it_looked_and_creates_nothing(tmp_path):
+    """`mneme status` typed in a directory that is no stack's made ./var/master.key and empty stores there once."""
+    for args in NEEDS_A_DEPLOYMENT:
+        done = mneme(*args, cwd=tmp_path)
+        assert done.returncode == 1, (args, done.stdout, done.stderr)
+        assert done.stderr.startswith(f"error: no running stack found in {tmp_path / 'var'} "), (args, done.stderr)
+        assert "MNEME_DATA_DIR=" in done.stderr and "Nothing was created" in done.stderr
+        assert "Traceback" not in done.stderr and "━" not in done.stderr  # no progress bar started either
+    elsewhere = mneme("--data-dir", str(tmp_path / "nothing"), "status", cwd=tmp_path)
+    assert elsewhere.returncode == 1 and f"no running stack found in {tmp_path / 'nothing'} " in elsewhere.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_redis_url_alone_makes_no_master_key_or_stores(tmp_path):
+    """An operator's MNEME_REDIS_URL in a directory that is no deployment's: the CLI would have made a master key
+    of its own (opening no user's data, hashing no id as the deployment does) and empty stores."""
+    done = mneme("keys", "list", cwd=tmp_path, MNEME_REDIS_URL=f"redis://127.0.0.1:{free_port()}/0")
+    assert done.returncode == 1
+    assert f"no master key: MNEME_MASTER_KEY is not set and {tmp_path / 'var' / 'master.key'} does not exist" in (
+        done.stderr) and "MNEME_DATA_DIR" in done.stderr
+    keyed = mneme("keys", "list", cwd=tmp_path, MNEME_REDIS_URL=f"redis://127.0.0.1:{free_port()}/0",
+                  MNEME_MASTER_KEY=master_key())
+    assert keyed.returncode == 1 and f"{tmp_path / 'var'} does not exist" in keyed.stderr
+    assert list(tmp_path.iterdir()) == []
+    assert mneme("audit", "verify", cwd=tmp_path).returncode == 2  # a file to check, none there: nothing made
+    assert list(tmp_path.iterdir()) == []
 
 
 # --- dead letters ---------------------------------------------------------------------------------

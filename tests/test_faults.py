@@ -63,6 +63,7 @@ from workers.local.stack import Stack
 TENANT = "default"
 VISIBILITY_TIMEOUT_S = 10  # the smallest MNEME_VISIBILITY_TIMEOUT_S the settings accept
 REDRIVE_AFTER_S = 10  # memory.redrive re-sends jobs accepted this long ago and not done (beat is off here)
+SILENT_AFTER_S = 10  # ... and puts back what a worker that stopped consuming this long holds
 QUEUES = ("extract", "llm", "embed", "graph", "audit", "maintenance")
 WORKER_QUEUES = {"worker-pipeline": frozenset({"extract", "llm", "graph", "audit", "maintenance"}),
                  "worker-embed": frozenset({"embed"})}
@@ -121,7 +122,7 @@ def fstack(tmp_path_factory) -> Iterator[Stack]:
                        MNEME_VISIBILITY_TIMEOUT_S=str(VISIBILITY_TIMEOUT_S), MNEME_REDRIVE_AFTER_S=str(REDRIVE_AFTER_S),
                        # a healthy layer must answer inside the deadline on a busy 2-core box too (2 s, the
                        # default, was missed once under CI load); outages still last well past it (OUTAGE_S)
-                       MNEME_RECALL_LAYER_TIMEOUT_S="5") as s:
+                       MNEME_RECALL_LAYER_TIMEOUT_S="5", MNEME_WORKER_SILENT_AFTER_S=str(SILENT_AFTER_S)) as s:
         yield s
 
 
@@ -204,6 +205,7 @@ class Feeder(threading.Thread):
         self.api_url, self.users, self.interval, self.n = api_url, users, interval, start_at
         self.sent: list[tuple[str, str]] = []  # (user, job id)
         self.errors: list[str] = []
+        self.refused: list[tuple[str, str]] = []  # (user, job id) of a message answered with an error
         self.halt = threading.Event()
 
     def run(self) -> None:
@@ -217,6 +219,7 @@ class Feeder(threading.Thread):
                     self.sent.append((user, accepted.job_id))
                 except Exception as exc:  # noqa: BLE001 - a refused message is reported by the test
                     self.errors.append(repr(exc))
+                    self.refused.append((user, ids.job_id(TENANT, f"{user}-s{self.n % 2}", f"m{self.n}")))
                 self.n += 1
                 self.halt.wait(self.interval)
 
@@ -682,6 +685,32 @@ def test_redrive_re_sends_only_the_jobs_the_broker_lost(fstack, rt, celery, uid)
         assert set(lost) <= {j for j in jobs if "graph" in rt.state.jobs.get(j).stages}
 
 
+def test_what_a_worker_that_stopped_consuming_held_comes_back_within_a_minute_not_an_hour(fstack, rt, celery, uid):
+    """Deployed, kombu puts a worker's unacknowledged messages back after an hour (the visibility timeout). A
+    worker that stopped consuming — dead, frozen, its broker gone for good — stops beating, and the redrive puts
+    back what it held once it has been silent for ``MNEME_WORKER_SILENT_AFTER_S``, whatever the timeout."""
+    stack = fstack
+    saved = dict(stack.env)
+    stack.env["MNEME_VISIBILITY_TIMEOUT_S"] = "3600"
+    try:
+        stack.stop_one("worker-pipeline")
+        stack.start_one("worker-pipeline")
+        stack.wait_ready(wait_embedder=False)
+        job, tag = _kill_holding_a_graph_task(stack, rt, f"q{uid}")
+        stack.start_another("worker-pipeline", "worker-pipeline", "pipeline-new")  # another name: no put-back
+        wait_until(lambda: any(n.startswith("pipeline-new@") for r in celery.control.ping(timeout=1) or [] for n in r),
+                   120, "the renamed worker up")
+        assert tag in unacked(rt) and job_states(rt, [job])[job] != "done"
+        took = finish_with_redrive(rt, celery, [job], timeout=60)
+        assert tag not in unacked(rt)
+        print(f"\na silent worker's task back and done in {took:.1f}s (visibility timeout 3600 s)")
+    finally:
+        stack.stop_one("worker-pipeline")
+        stack.env = saved
+        stack.start_one("worker-pipeline")
+        stack.wait_ready(wait_embedder=False)
+
+
 # --- 5. Redis restart ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
@@ -730,6 +759,98 @@ def test_redis_restart_keeps_working_memory_and_every_queued_job(fstack, rt, uid
     totals = assert_exactly_once(rt, stack, [(user, j) for j in [*jobs, later]])
     print(f"\nredis {signal.Signals(sig).name}: back in {back_s:.1f}s with {len(jobs)} queued jobs; all done "
           f"{done_s:.1f}s after the workers restarted; {totals}")
+
+
+@contextmanager
+def production_visibility(stack: Stack) -> Iterator[None]:
+    """Both workers as deployed: kombu puts back a running worker's unacknowledged messages only after an
+    hour (here the module's 10 s would hide a message stuck in a worker's hash)."""
+    with restarted(stack, "worker-pipeline", MNEME_VISIBILITY_TIMEOUT_S="3600"), \
+            restarted(stack, "worker-embed", MNEME_VISIBILITY_TIMEOUT_S="3600"):
+        yield
+
+
+def finish_with_redrive(rt: Mneme, celery, jobs: list[str], timeout: float) -> float:
+    """Seconds until every job is done, sending ``memory.redrive`` every 5 s as beat would (beat is off here)."""
+    started = time.monotonic()
+    last = 0.0
+
+    def done() -> bool:
+        nonlocal last
+        if all(s in ("done", "failed") for s in job_states(rt, jobs).values()):
+            return True
+        if time.monotonic() - last > 5:
+            last = time.monotonic()
+            celery.send_task("memory.redrive", kwargs={"limit": 10_000})
+        return False
+
+    try:
+        wait_until(done, timeout, "every accepted job done", interval=0.2)
+    except TimeoutError:
+        states = Counter(job_states(rt, jobs).values())
+        raise AssertionError(f"not done after {timeout}s: {dict(states)}; queued "
+                             f"{dict((q, rt.state.client.llen(q)) for q in QUEUES)}, in flight "
+                             f"{ {k: rt.state.client.hlen(k) for k in rt.state.broker.unacked_keys()} }") from None
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize("under_load", [True, False], ids=["under-load", "idle"])
+def test_redis_killed_the_pipeline_finishes_every_job_without_a_worker_restart(fstack, rt, celery, uid, under_load):
+    stack, users = fstack, [f"rk{uid}-{k}" for k in range(4)]
+    with production_visibility(stack):
+        workers = {name: stack.procs[name].pid for name in WORKERS}
+        feeder = Feeder(stack.api_url, users, interval=0.01)
+        feeder.start()
+        wait_until(lambda: len(feeder.sent) >= 40, 60, "messages accepted")
+        if not under_load:
+            feeder.stop()
+            wait_done(rt, [j for _, j in feeder.sent], timeout=60)
+        stack.stop_one("redis", sig=signal.SIGKILL)
+        stack.start_one("redis")  # as the stack's supervisor does
+        wait_until(lambda: _redis_answers(rt), 30, "redis loaded its AOF")
+        if under_load:
+            time.sleep(3)  # load goes on after the restart
+        sent = feeder.stop() + [(users[0], post(stack, users[0], 10_000))]  # and one message after it all
+        took = finish_with_redrive(rt, celery, [j for _, j in sent], timeout=60)
+        assert {name: stack.procs[name].pid for name in WORKERS} == workers  # no worker was restarted
+        drain(rt)
+        totals = assert_exactly_once(rt, stack, sent)
+    print(f"\nredis SIGKILL {'under load' if under_load else 'idle'}: every job done {took:.1f}s after; {totals}")
+
+
+def test_redis_frozen_requests_fail_fast_and_the_pipeline_finishes_once_it_thaws(fstack, rt, celery, uid):
+    """SIGSTOP for 15 s (a Redis that hangs, not one that is gone): requests answer 503 with Retry-After within
+    ~2 s instead of hanging, and once Redis thaws every accepted job is done without restarting a worker."""
+    stack, users = fstack, [f"rf{uid}-{k}" for k in range(4)]
+    with production_visibility(stack):
+        workers = {name: stack.procs[name].pid for name in WORKERS}
+        feeder = Feeder(stack.api_url, users, interval=0.01)
+        feeder.start()
+        wait_until(lambda: len(feeder.sent) >= 40, 60, "messages accepted")
+        redis = stack.procs["redis"].pid
+        os.kill(redis, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            frozen = httpx.post(stack.api_url + "/v1/messages", timeout=30, json={  # a user of its own: Redis
+                "user_id": f"rf{uid}-x", "session_id": f"rf{uid}-x", "message_id": "frozen", "role": "user",
+                "content": "我喜欢化学", "client_ts": time.time()})
+            answered_s = time.monotonic() - started
+            time.sleep(15 - answered_s)  # the freeze lasts 15 s: what is measured is the pipeline after it
+        finally:
+            os.kill(redis, signal.SIGCONT)
+        assert frozen.status_code == 503 and frozen.headers.get("Retry-After"), frozen.text
+        assert answered_s < 3, f"a request waited {answered_s:.1f}s on a frozen Redis"
+        time.sleep(2)  # load goes on after the thaw
+        sent = feeder.stop() + [(users[0], post(stack, users[0], 10_000))]
+        # a 503 answered while Redis was frozen may still have been accepted once it thawed (the client would send
+        # it again, the same message id): such a message is kept and done like any other
+        sent += [(u, j) for u, j in feeder.refused if job_states(rt, [j])[j] is not None]
+        took = finish_with_redrive(rt, celery, [j for _, j in sent], timeout=60)
+        assert {name: stack.procs[name].pid for name in WORKERS} == workers  # no worker was restarted
+        drain(rt)
+        totals = assert_exactly_once(rt, stack, sent)
+    print(f"\nredis SIGSTOP 15 s: a request answered 503 in {answered_s:.1f}s; every job done {took:.1f}s after "
+          f"the thaw; {totals}")
 
 
 def _redis_answers(rt: Mneme) -> bool:

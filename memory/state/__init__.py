@@ -46,14 +46,15 @@ class RedisState:
     @cached_property
     def client(self) -> StateClient:
         """The raw client: for this package's repositories, and for tests that look at what Redis holds."""
-        return connect(self._settings.state_url, cluster=self._settings.redis_cluster)
+        return connect(self._settings.state_url, cluster=self._settings.redis_cluster,
+                       timeout_s=self._settings.redis_timeout_s)
 
     @cached_property
     def broker_client(self) -> StateClient:
         """The Celery broker's Redis: the state's own client, unless the state is a cluster."""
         if self._settings.broker_url == self._settings.state_url and not self._settings.redis_cluster:
             return self.client
-        return connect(self._settings.broker_url)
+        return connect(self._settings.broker_url, timeout_s=self._settings.redis_timeout_s)
 
     @cached_property
     def dispatch(self) -> Dispatch:

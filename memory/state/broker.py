@@ -7,12 +7,15 @@ a hash of its own until the ack (``unacked:<node>``, :func:`node_keys`; every no
 ``NODES``): a worker started again under its name puts back at once what its previous run held
 (``tasks.lifecycle``), and the redrive puts back what a node that never returned held longer than the
 visibility timeout. ``unacked``, kombu's shared default, is read too (a worker of an older release).
+A consuming worker beats every ``BEAT_S`` (``CONSUMING``): what ``mneme status``, the workers' healthcheck and
+the redrive go by — a worker that answers a ping but takes no work is not consuming.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -23,6 +26,8 @@ from memory.state.client import decoded
 
 UNACKED = "unacked"  # kombu's default ``unacked_key``
 NODES = "mneme:broker:nodes"  # the worker nodes that hold (or held) messages in hashes of their own
+CONSUMING = "mneme:broker:consuming"  # worker node → when its consumer last beat (connected, its loop running)
+BEAT_S = 5.0  # a consuming worker beats this often
 PRIORITY_LISTS = ("", "\x06\x163", "\x06\x166", "\x06\x169")  # kombu's ``sep`` and steps; 0 is the bare name
 PAGE = 1000
 
@@ -62,6 +67,27 @@ class Broker:
 
     def nodes(self) -> list[str]:
         return sorted(decoded(self._redis.smembers(NODES)))
+
+    def beat(self, node: str, now: float | None = None) -> None:
+        """Worker ``node`` consumes: its consumer is connected and its loop runs (it takes and finishes work)."""
+        self._redis.hset(CONSUMING, node, time.time() if now is None else now)
+
+    def left(self, node: str) -> None:
+        """Worker ``node`` stopped on purpose: it is not expected to consume any more."""
+        self._redis.hdel(CONSUMING, node)
+
+    def silent(self, after_s: float, now: float | None = None) -> dict[str, float]:
+        """The worker nodes that beat once but not for ``after_s``: node → seconds since their last beat (a
+        worker that died, froze, lost its broker connection for good, or runs one task that long)."""
+        now = time.time() if now is None else now
+        beats = {node: float(at) for node, at in decoded(self._redis.hgetall(CONSUMING)).items()}
+        return {node: now - at for node, at in beats.items() if now - at > after_s}
+
+    def consuming(self, within_s: float, now: float | None = None) -> list[str]:
+        """The worker nodes that beat within ``within_s``."""
+        now = time.time() if now is None else now
+        return sorted(node for node, at in decoded(self._redis.hgetall(CONSUMING)).items()
+                      if now - float(at) <= within_s)
 
     def unacked_keys(self) -> list[str]:
         """Every hash a worker's unacknowledged messages may wait in."""

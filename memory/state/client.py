@@ -12,15 +12,18 @@ of this package decodes (``connect``; a test builds its own with ``decode_respon
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, cast, overload
 
 import redis
+from redis.backoff import NoBackoff
 from redis.client import Pipeline
 from redis.cluster import ClusterPipeline, RedisCluster
 from redis.commands.core import Script
 from redis.exceptions import ClusterDownError, ClusterError, NoScriptError, TryAgainError
+from redis.retry import Retry
 from redis.typing import ZSetRangeResponse
 
 from memory.errors import TransientError
@@ -39,21 +42,52 @@ def translated() -> Iterator[None]:
         raise TransientError(f"Redis unavailable: {exc}") from exc
 
 
+class Breaker:
+    """A Redis that did not answer within the client's timeout is not asked again for ``OPEN_S``: every command
+    meanwhile fails at once (``TransientError``; the API answers 503 with Retry-After) instead of waiting out a
+    timeout of its own — requests queued behind a frozen Redis fail fast, they do not pile up."""
+
+    OPEN_S = 1.0
+
+    def __init__(self) -> None:
+        self.open_until = 0.0
+
+    @contextmanager
+    def guarded(self) -> Iterator[None]:
+        if time.monotonic() < self.open_until:
+            raise TransientError("Redis did not answer a moment ago: retry in a second")
+        try:
+            with translated():
+                yield
+        except TransientError as exc:
+            if isinstance(exc.__cause__, redis.TimeoutError):
+                self.open_until = time.monotonic() + self.OPEN_S
+            raise
+
+
 class _Pipeline(Pipeline):
+    breaker: Breaker
+
     def execute(self, raise_on_error: bool = True) -> list[Any]:
-        with translated():
+        with self.breaker.guarded():
             return super().execute(raise_on_error)
 
 
 class StateClient(redis.Redis):
-    """``redis.Redis`` (text replies) whose unavailability is a ``TransientError``."""
+    """``redis.Redis`` (text replies) whose unavailability is a ``TransientError``, behind a ``Breaker``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.breaker = Breaker()
 
     def execute_command(self, *args: Any, **options: Any) -> Any:
-        with translated():
+        with self.breaker.guarded():
             return super().execute_command(*args, **options)  # type: ignore[no-untyped-call]  # unannotated upstream
 
     def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> _Pipeline:
-        return _Pipeline(self.connection_pool, self.response_callbacks, transaction, shard_hint)
+        pipe = _Pipeline(self.connection_pool, self.response_callbacks, transaction, shard_hint)
+        pipe.breaker = self.breaker
+        return pipe
 
 
 class StateCluster(RedisCluster):
@@ -121,14 +155,19 @@ class _ClusterPipeline(ClusterPipeline):
                                      "retry") from exc
 
 
-def connect(url: str, cluster: bool = False) -> StateClient:
+def connect(url: str, cluster: bool = False, timeout_s: float = 10.0) -> StateClient:
     """A client of the Redis at ``url``; with ``cluster``, of the Redis Cluster that node belongs to (typed as
-    the one-node client: the commands Mneme uses are the same, routed by key)."""
-    options: dict[str, Any] = {"decode_responses": True, "socket_timeout": 10, "socket_connect_timeout": 5}
+    the one-node client: the commands Mneme uses are the same, routed by key). A command not answered within
+    ``timeout_s`` fails at once (a frozen Redis is not waited on, nor asked again); a connection refused or
+    dropped is tried once more (a restarted Redis leaves the pool's sockets dead)."""
+    options: dict[str, Any] = {"decode_responses": True, "socket_timeout": timeout_s,
+                               "socket_connect_timeout": timeout_s}
     if cluster:
         return cast(StateClient, StateCluster.from_url(url, **options))
+    once_more = Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,))
     # redis-py's ``from_url`` builds ``cls`` but is annotated as returning ``Redis``
-    return StateClient.from_url(url, health_check_interval=30, **options)  # type: ignore[return-value]
+    return StateClient.from_url(url, health_check_interval=30, retry=once_more,  # type: ignore[return-value]
+                                **options)
 
 
 @overload

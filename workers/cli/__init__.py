@@ -11,7 +11,9 @@
 Settings come from the environment (``MNEME_*``) on every invocation — never from a cached object — and
 ``--data-dir`` overrides ``MNEME_DATA_DIR``. Without ``MNEME_REDIS_URL`` the stack running from the data dir
 (``make run`` writes ``<data_dir>/stack.json``) is found there: its Redis, and every setting it runs with that
-this environment does not set itself. Reports and documents go to stdout (JSON where a program may read them);
+this environment does not set itself. A command that needs a deployment and finds none says which data dir it
+looked in and how to point it elsewhere, and exits 1 having created nothing: the CLI opens a deployment's master
+key and stores, never new ones. Reports and documents go to stdout (JSON where a program may read them);
 progress bars and messages go to stderr.
 
 This module only assembles the app: :mod:`~workers.cli.ops` holds what every command shares, and each
@@ -46,6 +48,7 @@ def main(ctx: typer.Context,
 
 
 app.command()(status.status)
+app.command()(status.consuming)
 app.command()(userdata.erase)
 app.command("run")(run.run_job)
 app.command()(userdata.export)

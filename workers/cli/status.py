@@ -1,6 +1,9 @@
-"""``mneme status``: backends, queue depths, pending jobs, dead letters and the workers that answer."""
+"""``mneme status``: backends, queue depths, pending jobs, dead letters and the workers that consume; ``mneme
+consuming NODE``: the workers' healthcheck."""
 
 from __future__ import annotations
+
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -11,7 +14,7 @@ from workers.cli.ops import FAILED, Ops, handled
 
 @handled
 def status(ctx: typer.Context) -> None:
-    """Health of every backend, queue depths, pending jobs, dead letters and the workers that answer."""
+    """Health of every backend, queue depths, pending jobs, dead letters and the workers that consume."""
     ops: Ops = ctx.obj
     mneme = ops.mneme
     health = mneme.health()
@@ -33,15 +36,34 @@ def status(ctx: typer.Context) -> None:
         ops.out.print(f"pending jobs: {pending}")
         ops.out.print(f"dead letters: {dead}" + ("  (see `mneme dead list`)" if dead else ""))
 
-    try:
-        replies = ops.celery.control.ping(timeout=1.0) or []
-    except Exception as exc:  # noqa: BLE001 - a broker that is down means no worker answers
-        ops.err.print(f"[red]cannot ping workers:[/red] {exc}")
-        replies = []
-    workers = Table("worker", "reply", title="workers")
-    for reply in replies:
-        for name, answer in reply.items():
-            workers.add_row(name, str(answer.get("ok", answer)))
-    ops.out.print(workers if replies else "[red]no worker answered a ping within 1 s[/red]")
-    if any(state != "ok" for state in health.values()) or not replies:
+    within = mneme.settings.stage_stall_after_s
+    consuming = mneme.state.broker.consuming(within) if health["redis"] == "ok" else []
+    silent = mneme.state.broker.silent(within) if health["redis"] == "ok" else {}
+    workers = Table("worker", "state", title="workers (consuming: took and finished work in the last "
+                                               f"{within:.0f} s, not only answered a ping)")
+    for node in consuming:
+        workers.add_row(node, "[green]consuming[/green]")
+    for node, quiet_s in sorted(silent.items()):
+        workers.add_row(node, f"[red]not consuming for {quiet_s:.0f} s[/red]")
+    ops.out.print(workers if consuming or silent else "[red]no worker has consumed yet[/red]")
+    if any(state != "ok" for state in health.values()) or not consuming:
         raise typer.Exit(FAILED)
+
+
+@handled
+def consuming(ctx: typer.Context,
+              node: Annotated[str, typer.Argument(help="A worker node (pipeline@host), or @host for any of a host's.")]
+              ) -> None:
+    """Exit 0 when the worker ``node`` consumes (its consumer connected, its loop running, within the stall
+    threshold), else say why and exit 1: the workers' healthcheck (docker-compose), not a ping a stuck worker
+    still answers."""
+    ops: Ops = ctx.obj
+    mneme = ops.mneme
+    within = mneme.settings.stage_stall_after_s
+    mine = [n for n in mneme.state.broker.consuming(within) if n == node or (node.startswith("@") and n.endswith(node))]
+    if not mine:
+        quiet = {n: s for n, s in mneme.state.broker.silent(within).items() if n == node or n.endswith(node)}
+        ops.err.print(f"{node}: not consuming" + (f" for {max(quiet.values()):.0f} s" if quiet else " (never beat)"),
+                      markup=False)
+        raise typer.Exit(FAILED)
+    ops.out.print(", ".join(mine) + ": consuming")
