@@ -37,6 +37,9 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
+MAX_TTL_S = 7 * 86400  # the longest a link may work: an erasure's tombstone is kept at least this long
+
+
 @dataclass(frozen=True)
 class PageGrant:
     """What a valid token lets its holder do: see and correct one user's memory in one tenant, until then."""
@@ -44,12 +47,14 @@ class PageGrant:
     tenant: str
     user_id: str
     expires_at: float
+    issued_at: float  # an erasure after it revokes the link (``workers.api.deps``)
 
 
 def issue(key: bytes, tenant: str, user_id: str, ttl_s: float, now: float | None = None) -> tuple[str, float]:
     """A token for the user's page, and when it expires."""
-    expires = round((time.time() if now is None else now) + ttl_s)
-    body = _b64(f"{tenant}\x1f{user_id}\x1f{expires}".encode())
+    issued = time.time() if now is None else now
+    expires = round(issued + ttl_s)
+    body = _b64(f"{tenant}\x1f{user_id}\x1f{expires}\x1f{issued:.3f}".encode())
     return f"{PREFIX}{body}.{_b64(hmac.new(key, body.encode(), hashlib.sha256).digest())}", float(expires)
 
 
@@ -64,9 +69,9 @@ def verify(key: bytes, token: str, now: float | None = None) -> PageGrant:
         expected = hmac.new(key, body.encode(), hashlib.sha256).digest()
         if not hmac.compare_digest(_unb64(signature), expected):
             raise ValueError("bad signature")
-        tenant, user_id, expires = _unb64(body).decode().split("\x1f")
+        tenant, user_id, expires, issued = _unb64(body).decode().split("\x1f")
     except (ValueError, UnicodeDecodeError):
         raise Unauthorized("this memory-page link is not valid: ask the app for a new one") from None
     if float(expires) < (time.time() if now is None else now):
         raise Unauthorized("this memory-page link has expired: ask the app for a new one")
-    return PageGrant(tenant, user_id, float(expires))
+    return PageGrant(tenant, user_id, float(expires), float(issued))

@@ -84,6 +84,25 @@ def test_every_endpoint_through_the_sync_client(stack, uid):
         assert err.value.status == 400 and "marketing" in err.value.message
 
 
+def test_a_never_seen_users_profile_says_so(stack, uid):
+    """A profile of no one answered 200 with nothing, as a known user's without beliefs does: an agent could not tell
+    a new user (or a mistyped id) from one it talked to. `known` tells them apart, and a 200 keeps a new user's
+    memory page opening."""
+    with MnemeClient(stack.api_url) as mneme:
+        nobody = mneme.profile(f"new{uid}")
+        assert (nobody.known, nobody.beliefs, nobody.open_reviews) == (False, [], [])
+        mneme.recall(user_id=f"new{uid}", query="我几岁？")
+        assert mneme.profile(f"new{uid}").known is False  # reading them (twice now) stores nothing of theirs
+
+        said = mneme.remember(user_id=f"said{uid}", session_id=f"s{uid}", message_id="m1", content="好的")
+        assert mneme.profile(f"said{uid}").known is True  # one message in working memory, no belief
+        mneme.consent(f"asked{uid}", long_term=False)
+        assert mneme.profile(f"asked{uid}").known is True  # their consent (a pause) is stored
+        mneme.wait([said.job_id])
+        assert mneme.erase(f"said{uid}").complete
+        assert mneme.profile(f"said{uid}").known is False  # erased: nothing of them is left
+
+
 def test_the_async_client_remembers_and_recalls_concurrently(stack, uid):
     async def run() -> set[tuple[str, str]]:
         async with AsyncMnemeClient(stack.api_url) as mneme:

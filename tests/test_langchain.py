@@ -146,6 +146,7 @@ def test_memory_tools_called_by_a_model_change_what_is_remembered(mneme, uid):
     user = f"u{uid}"
     tools = {t.name: t for t in memory_tools(mneme, user_id=user, session_id=f"s{uid}")}
     assert set(tools) == {"remember", "recall", "profile", "correct", "forget"}
+    assert tools["profile"].invoke({}).startswith("nothing is known about this user")  # a user never seen
     calls = [{"name": "remember", "args": {"content": "我今年15岁，我喜欢天文学"}, "id": "c1"}]
     model = FakeMessagesListChatModel(responses=[AIMessage("", tool_calls=calls)])
     graph = StateGraph(MessagesState)

@@ -138,7 +138,7 @@ async def test_remember_recall_profile_forget(stack, uid, tmp_path):
 
         prof = await call(session, "profile", user_id=user)
         beliefs = {(b["relation"], b["object"]): b for b in prof["beliefs"]}
-        assert {("age", "16"), ("likes", "chemistry")} <= set(beliefs) and prof["user_id"] == user
+        assert {("age", "16"), ("likes", "chemistry")} <= set(beliefs) and prof["user_id"] == user and prof["known"]
         assert beliefs[("likes", "chemistry")]["source"] == "rule"
         assert beliefs[("likes", "chemistry")]["message_ids"] == ["m-en"]
         assert "m-en" in beliefs[("likes", "chemistry")]["explanation"]
@@ -154,7 +154,9 @@ async def test_remember_recall_profile_forget(stack, uid, tmp_path):
         assert receipt["removed"]["graph_relations"] >= 2 and receipt["removed"]["episodic_events"] >= 2
         assert set(receipt["remaining"].values()) <= {0}
 
-        assert (await call(session, "profile", user_id=user))["beliefs"] == []
+        # erased: nothing is stored for the user any more, and the profile says so
+        assert await call(session, "profile", user_id=user) == {"user_id": user, "beliefs": [], "open_reviews": 0,
+                                                                "known": False}
         after = await call(session, "recall", user_id=user, query="我几岁？", session_id=session_id)
         assert after["facts"] == [] and after["events"] == [] and after["working"] == []
 
@@ -244,7 +246,7 @@ async def test_api_key_is_sent_as_bearer_token(tmp_path):
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):  # a stand-in for the API that records the Authorization header
             seen.append(self.headers.get("Authorization"))
-            body = json.dumps({"user_id": "u1", "beliefs": [], "open_reviews": []}).encode()
+            body = json.dumps({"user_id": "u1", "beliefs": [], "open_reviews": [], "known": False}).encode()
             self.send_response(200)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(body)))
@@ -260,7 +262,8 @@ async def test_api_key_is_sent_as_bearer_token(tmp_path):
     try:
         url = f"http://127.0.0.1:{api.server_address[1]}"
         async with mcp_session(url, tmp_path / "mcp.log", MNEME_API_KEY="s3cret") as session:
-            assert await call(session, "profile", user_id="u1") == {"user_id": "u1", "beliefs": [], "open_reviews": 0}
+            assert await call(session, "profile", user_id="u1") == {"user_id": "u1", "beliefs": [], "open_reviews": 0,
+                                                                    "known": False}
     finally:
         api.shutdown()
         api.server_close()

@@ -4,7 +4,8 @@ the messages it came from and a chart of how its confidence moved, in Chinese an
 beliefs in one click, looks at their events, sessions and who read their memory, withdraws a purpose and erases
 everything — and the API holds what they did. The link opens that user's page and nothing else. Apart, each with its
 own user: text with markup characters shows as written, Chinese is drawn in a CJK font, Enter saves and Escape
-cancels an edit, purposes are named in Chinese, and the page's own reads are counted apart from the agents'."""
+cancels an edit, purposes are named in Chinese, the page's own reads are counted apart from the agents', and a
+person never seen gets a page that says nothing of them is stored."""
 
 import os
 import shutil
@@ -134,6 +135,15 @@ def test_purposes_are_named_in_chinese_in_the_chinese_view(stack, uid):
     user = f"u{uid}"
     filled(stack, user)
     in_browser(stack, user, "purposes.test.mjs")
+
+
+def test_a_new_persons_page_opens_and_says_nothing_of_them_is_stored(stack, uid):
+    """A profile of someone never seen answers 200 with ``known: false`` (not a 404, which the page would show as
+    an error); opening the page, every tab of it, stores nothing of them."""
+    user = f"new{uid}"
+    in_browser(stack, user, "new-user.test.mjs")
+    with MnemeClient(stack.api_url) as mneme:
+        assert mneme.profile(user).known is False
 
 
 def test_the_pages_own_reads_are_counted_apart_from_the_agents(stack, uid):

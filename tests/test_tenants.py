@@ -12,6 +12,7 @@ from memory.errors import InvalidInput, RateLimited
 from memory.mneme import Mneme
 from memory.state import keys
 from memory.state.tenants import ApiKeys
+from memory.userhash import user_hash
 from tests.polling import wait_until
 from tests.stacks import audit_records, master_key, running_stack
 
@@ -58,7 +59,25 @@ def test_a_memory_page_link_opens_its_tenants_user_and_is_read_as_that_user(tsta
     for path, status in (("/v1/vocabulary", 200), ("/v1/purposes", 200), ("/metrics", 401)):  # what the page shows
         assert httpx.get(f"{tstack.api_url}{path}", headers=as_page).status_code == status, path
     reads = wait_until(lambda: trt.reads.of_user(f"clinic-a-{uid}", "patient1"), 30, "the page's read recorded")
-    assert reads[0]["operator_id"] == "page:patient1"  # who read: the user, on their own page
+    # who read: the user, on their own page, by hashed id (no raw id in an audit record)
+    assert reads[0]["operator_id"] == f"page:{user_hash(trt.user_hash_key, f'clinic-a-{uid}', 'patient1')}"
+
+
+def test_an_erasure_revokes_the_users_page_links_and_a_link_cannot_bring_them_back(tstack, trt, uid):
+    a, _, secret = client_for(tstack, trt, f"ward-{uid}")
+    with a:
+        a.wait([a.remember(user_id="patient2", session_id=f"w-{uid}", message_id="m1", content="我讨厌打针").job_id])
+        link = a.page_link("patient2")
+        as_page = {"Authorization": f"Bearer {link.token}"}
+        assert httpx.get(f"{tstack.api_url}/v1/users/patient2/profile", headers=as_page).status_code == 200
+        httpx.delete(f"{tstack.api_url}/v1/users/patient2", params={"operator_id": "dpo"},
+                     headers={"Authorization": f"Bearer {secret}"}).raise_for_status()
+    r = httpx.get(f"{tstack.api_url}/v1/users/patient2/profile", headers=as_page)
+    assert r.status_code == 401 and "revoked" in r.json()["message"]
+    r = httpx.put(f"{tstack.api_url}/v1/users/patient2/beliefs", headers=as_page,
+                  json={"relation": "likes", "object": "散步", "operator_id": "user"})
+    assert r.status_code == 401  # a correction through the old link re-creates nothing
+    assert not any(trt.privacy.verify(f"ward-{uid}", "patient2").values())
 
 
 def test_tenants_never_see_each_other(tstack, trt, uid):

@@ -10,7 +10,8 @@ a compact JSON result; all memory logic stays behind the API. Configuration:
 - ``MNEME_API_KEY``: optional, sent as ``Authorization: Bearer <key>``.
 
 Run ``python -m workers.mcp_server`` (stdio, for MCP clients that spawn the server) or
-``python -m workers.mcp_server --http --port 8765`` (streamable HTTP at ``/mcp``).
+``python -m workers.mcp_server --http --port 8765`` (streamable HTTP at ``/mcp``). Its SDK is the ``mcp`` extra,
+which ``make run`` installs; without it the server exits with one line naming the ``pip install`` to run.
 
 Note: this module uses the official ``mcp`` SDK 2.x, where ``FastMCP`` is named ``MCPServer``
 (``mcp.server.mcpserver``); the decorator API is the same.
@@ -19,15 +20,23 @@ Note: this module uses the official ``mcp`` SDK 2.x, where ``FastMCP`` is named 
 import argparse
 import logging
 import os
+import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated, Literal
 
 import httpx
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+
+try:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
+except ModuleNotFoundError as missing:  # `make run` installs it; a bare `pip install mneme` does not
+    if (missing.name or "").partition(".")[0] != "mcp":
+        raise
+    sys.exit(f"the MCP server needs the mcp extra, not installed for {sys.executable}: run "
+             f"`{sys.executable} -m pip install -e '.[mcp]'` in the Mneme checkout (`make run` installs it)")
 from mneme_client import ConnectionFailed, MnemeAPIError, MnemeClient, Retries
 from mneme_client.models import Id
 from pydantic import Field
@@ -73,7 +82,8 @@ def _api() -> Iterator[MnemeClient]:
     except MnemeAPIError as exc:
         raise ToolError(f"Mneme API error {exc.status} {exc.error}: {exc.message}") from exc
     except (ConnectionFailed, httpx.HTTPError) as exc:
-        raise ToolError(f"Mneme API at {url} unreachable: {exc}" + (f" ({why})" if why else "")) from exc
+        raise ToolError(f"Mneme API at {url} unreachable: {exc}"
+                        + (f" ({why}; start it with `make run`)" if why else "")) from exc
 
 
 def _r(x: float) -> float:
@@ -137,6 +147,7 @@ class UserProfile(TypedDict):
     user_id: str
     beliefs: list[ProfileBelief]
     open_reviews: int
+    known: bool
 
 
 class ConsentState(TypedDict):
@@ -243,7 +254,9 @@ def profile(
     (age, name, grade, school, likes, dislikes, learning style, response preference, mastery, learning
     obstacle, emotion, goal) has its effective confidence (decayed to now, 0.1–1), its source (rule, llm,
     human, counter_evidence), the message ids it came from and a step-by-step explanation of the confidence.
-    `open_reviews` counts contradictions waiting for a human. For a specific question prefer `recall`.
+    `open_reviews` counts contradictions waiting for a human. `known` is false when nothing at all is stored
+    for this user id (a new user, a mistyped id, or one erased): you have never talked with them, as far as
+    Mneme knows. For a specific question prefer `recall`.
     """
     with _api() as api:
         body = api.profile(user_id, purpose=purpose)
@@ -253,6 +266,7 @@ def profile(
                                source=str(b.source), explanation=b.why, message_ids=b.message_ids)
                  for b in body.beliefs],
         open_reviews=len(body.open_reviews),
+        known=body.known,
     )
 
 

@@ -40,6 +40,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from memory import page_links
 from memory.crypto import UserKeys, seal
 from memory.errors import Conflict
 from memory.graph import Change
@@ -61,6 +62,10 @@ from memory.userhash import user_hash
 #: What a child's event reveals: nothing of its message (``memory.pipeline.rule_stage``).
 EMPTY = Revealed(summary="", keywords=[], text="").model_dump_json().encode()
 TYPE_ONLY_LANG = language("")  # a child's event is stored with the language of its (empty) text
+#: The stores of user data whose records do not make a user known (``Privacy.knows``): the read log (reading an
+#: unknown user's profile records a read), and two whose count reads a whole list (dead letters, the tenant's
+#: devices) for what working memory holds anyway (a message that failed, a device's messages).
+NOT_KNOWING = frozenset({"reads", "dead_letters", "devices"})
 
 
 class Receipt(BaseModel):
@@ -285,6 +290,12 @@ class Privacy:
         """What is still stored for this user, store by store (``Mneme.user_data``)."""
         return {store.name: int(store.count(tenant, user_id)) for store in self._stores()}
 
+    def knows(self, tenant: str, user_id: str) -> bool:
+        """Whether anything is stored for this user id in this tenant — a message, an event, a belief, a review,
+        consent, a key… (``NOT_KNOWING`` aside) — stopping at the first store that holds something. False for an
+        id never seen, or erased."""
+        return any(store.count(tenant, user_id) for store in self._stores() if store.name not in NOT_KNOWING)
+
     def export(self, tenant: str, user_id: str, tick: Tick | None = None) -> dict[str, Any]:
         """Everything kept about the user as one document (GDPR access), store by store, opened where their
         key still exists; ``tick(done, total)`` after each store."""
@@ -321,7 +332,8 @@ class Privacy:
                     policies.verified(tenant, user_id)
                     report["verified"] += 1
             if not dry_run:
-                policies.forget_tombstones(tenant, now - self._settings.job_ttl_s)
+                # no queued write, nor a memory-page link it revokes, outlives these
+                policies.forget_tombstones(tenant, now - max(self._settings.job_ttl_s, page_links.MAX_TTL_S))
         if report["checked"] and not dry_run:
             self._state.rewrite_append_only_file()  # queued work for erased users has drained: drop its traces too
         report["withdrawals"] = self._sweep_withdrawals(now - sla, dry_run, limit, batch_size)

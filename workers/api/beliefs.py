@@ -30,13 +30,17 @@ def profile(caller: Caller, mneme: Memory, user_id: PathId, include_inactive: bo
             purpose: QueryPurpose = None) -> Profile:
     """What the agent believes about the user: effective (decayed) confidence, source, the purposes each belief
     serves, and why. With ``purpose``, only the beliefs that serve it (none if the user has not granted it);
-    ``include_inactive`` shows every belief of every status, whatever it serves. Recorded as read by the caller."""
+    ``include_inactive`` shows every belief of every status, whatever it serves. ``known`` is false when nothing
+    at all is stored for this user id (a new user, a mistyped id, or one erased): still a 200, so a new user's
+    memory page opens. Recorded as read by the caller."""
     if purpose is not None:
         checked([purpose], mneme.settings.purposes)
     beliefs = mneme.semantic.profile(caller.tenant, user_id, include_inactive, purpose=purpose)
     reviews = mneme.semantic.reviews.list_open(caller.tenant, user_id)
+    known = bool(beliefs or reviews) or mneme.privacy.knows(caller.tenant, user_id)
     mneme.reads.profiled(caller, user_id, beliefs, reviews, purpose=purpose)
-    return Profile(user_id=user_id, beliefs=out_all(Belief, beliefs), open_reviews=out_all(Review, reviews))
+    return Profile(user_id=user_id, beliefs=out_all(Belief, beliefs), open_reviews=out_all(Review, reviews),
+                   known=known)
 
 
 @router.put("/v1/users/{user_id}/beliefs", response_model=Belief, tags=["semantic memory"])

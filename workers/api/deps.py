@@ -17,6 +17,7 @@ from memory.mneme import Mneme
 from memory.models import ID_PATTERN, ID_RULE
 from memory.purposes import NAME
 from memory.services.reads import Reader
+from memory.userhash import user_hash
 from workers.api.sends import Extractions, Sends
 from workers.api.strict_json import StrictJsonRoute
 
@@ -92,7 +93,10 @@ def _page_tenant(request: Request, mneme: Memory, token: str) -> str:
         raise Unauthorized("a memory-page link opens its user's memory page only: use an API key for this")
     if request.path_params.get("user_id", grant.user_id) != grant.user_id:
         raise NotFound("no such user on this memory-page link")  # as another tenant's user: nothing to see
-    request.state.key_id = f"page:{grant.user_id}"  # who read, for the read audit: the user themself
+    if mneme.state.policies.erased_after(grant.tenant, grant.user_id, grant.issued_at):
+        raise Unauthorized("this memory-page link was revoked: its user's memory was erased")  # nor re-created
+    # who read, for the read audit: the user themself, by hashed id (no raw id in an audit record)
+    request.state.key_id = f"page:{user_hash(mneme.user_hash_key, grant.tenant, grant.user_id)}"
     return grant.tenant
 
 

@@ -27,7 +27,8 @@ def purposes(mneme: Memory) -> Purposes:
 
 @router.post("/v1/users/{user_id}/page-link", response_model=PageLink, tags=["privacy"])
 def page_link(request: Request, tenant: Tenant, mneme: Memory, user_id: PathId,
-              ttl_s: int = Query(3600, ge=60, le=7 * 86400, description="How long the link works.")) -> PageLink:
+              ttl_s: int = Query(3600, ge=60, le=page_links.MAX_TTL_S, description="How long the link works.")
+              ) -> PageLink:
     """A link to the user's memory page (记忆透明度): what the agent believes about them, with why and how sure,
     their events, sessions and reads, consent and child mode, and erasure — to see and correct. Give it to that
     user only: it opens their page and nothing else, until it expires. Needs the tenant's API key."""

@@ -48,32 +48,34 @@ class RateColumn(ProgressColumn):
 
 
 class Ops:
-    """What one invocation needs, built on first use from fresh settings and closed at exit."""
+    """What one invocation needs, built on first use from fresh settings and closed at exit. A command that
+    needs the deployment (its Redis, its stores) and finds none ends with ``missing`` and exit 1, having
+    created nothing."""
 
-    def __init__(self, settings: Settings, note: str = "") -> None:
+    def __init__(self, settings: Settings, missing: str = "") -> None:
         self.settings = settings
-        self.note = note  # why no running stack was found: said once, when a command needs Redis
+        self.missing = missing  # why there is no deployment to operate ('' when there is one)
         self.out = Console(highlight=False)
         self.err = Console(stderr=True, highlight=False)
         self._mneme: Mneme | None = None
         self._celery: Celery | None = None
 
-    def _say_note(self) -> None:
-        if self.note:
-            self.err.print(self.note, markup=False, soft_wrap=True)
-            self.note = ""
+    def _need(self, what: str) -> None:
+        if what:
+            self.err.print(f"error: {what}", markup=False, soft_wrap=True)
+            raise typer.Exit(FAILED)
 
     @property
     def mneme(self) -> Mneme:
         if self._mneme is None:
-            self._say_note()
+            self._need(self.missing or unmade_state(self.settings))
             self._mneme = Mneme(self.settings)
         return self._mneme
 
     @property
     def celery(self) -> Celery:
         if self._celery is None:
-            self._say_note()
+            self._need(self.missing)
             self._celery = create_celery(self.settings)
         return self._celery
 
@@ -108,23 +110,45 @@ class Ops:
             self._mneme.close()
 
 
+#: How to point the CLI at a deployment, said whenever it finds none.
+POINT = ("start one there with `make run`, or point at the data dir of a running one with MNEME_DATA_DIR=DIR (or "
+         "`mneme --data-dir DIR …`), or at a deployment's Redis with MNEME_REDIS_URL. Nothing was created")
+
+
 def find_settings(data_dir: Path | None = None) -> tuple[Settings, str]:
-    """This invocation's settings, and why no running stack was found ('' when one was, or none is needed).
+    """This invocation's settings, and why there is no deployment to operate ('' when there is one).
 
     An explicit ``MNEME_REDIS_URL`` wins; without it the stack's state file in the data dir supplies its Redis
     and the settings it runs with (its stores, tenant…), under whatever this environment sets itself."""
     given = Settings(data_dir=data_dir) if data_dir else Settings()
     if given.redis_url:
         return given, ""
+    where = given.data_dir.absolute()
     state, why = find_running(given.data_dir)
     if state is None:
-        return given, why or (f"no running stack found: {state_path(given.data_dir).absolute()} does not exist; "
-                              f"start it with `make run`, pass --data-dir, or set MNEME_REDIS_URL")
+        return given, (f"{why}; {POINT}" if why else
+                       f"no running stack found in {where} ({state_path(where)} does not exist): {POINT}")
     own = {name: getattr(given, name) for name in given.model_fields_set if name != "redis_url"}
     try:
         return Settings(**{**state.settings, **own, "redis_url": state.redis_url}), ""
     except ValidationError as exc:  # a file written by another version of Mneme
-        return given, f"ignoring {state.path}: its settings are not valid here ({exc.error_count()} errors)"
+        return given, f"ignoring {state.path}: its settings are not valid here ({exc.error_count()} errors); {POINT}"
+
+
+def unmade_state(settings: Settings) -> str:
+    """What opening these settings' stores would create ('' when nothing): the CLI operates a deployment's
+    master key and stores, and never makes new ones (which would hold nothing, under a key of their own)."""
+    data_dir = settings.data_dir.absolute()
+    if not settings.master_key and not (data_dir / "master.key").is_file():
+        return (f"no master key: MNEME_MASTER_KEY is not set and {data_dir / 'master.key'} does not exist, so "
+                f"{data_dir} is not a deployment's data dir: set MNEME_MASTER_KEY to the deployment's key, or "
+                f"MNEME_DATA_DIR to its data dir. Nothing was created")
+    in_data_dir = not all((settings.episodic_url, settings.graph_url, settings.keys_url, settings.reads_url,
+                           settings.audit_url, settings.archive_url))
+    if in_data_dir and not data_dir.is_dir():
+        return (f"{data_dir} does not exist, and the stores given no URL live there: set MNEME_DATA_DIR to the "
+                f"deployment's data dir, or their MNEME_*_URL. Nothing was created")
+    return ""
 
 
 def handled(fn: Callable[..., None]) -> Callable[..., None]:

@@ -21,8 +21,9 @@ def export(ctx: typer.Context, user_id: str,
            out: Annotated[Path | None, typer.Option(help="Write here (mode 0600) instead of stdout.")] = None) -> None:
     """Everything kept about one user as one JSON document, decrypted where the user's key still exists."""
     ops: Ops = ctx.obj
+    mneme = ops.mneme  # no deployment: said before a progress bar starts
     with ops.ticking(f"export {user_id}: stores", "stores") as tick:
-        document = export_user(ops.mneme, tenant or ops.settings.tenant, user_id, tick)
+        document = export_user(mneme, tenant or ops.settings.tenant, user_id, tick)
     if out is None:
         ops.json(document)
         return

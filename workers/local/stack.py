@@ -4,9 +4,11 @@ embeddings) and Flower.
 
 ``python -m workers.local.stack`` serves until Ctrl-C; ``make demo`` and the tests use :class:`Stack` too.
 
-A started stack writes ``<data_dir>/stack.json`` (mode 0600: its API and Redis URLs, the pids of its processes
-and the settings it runs with, never a secret) and removes it on a clean stop; :func:`find_running` reads it, so
-``mneme`` and the MCP server find a stack whose embedded Valkey took a fresh port without hand-set variables.
+A started stack holds ``<data_dir>/stack.lock`` for its life (``workers.local.lock``: one stack per data dir; a
+second start there is refused, naming the first). It writes ``<data_dir>/stack.json`` (mode 0600: its API and
+Redis URLs, the pids of its processes and the settings it runs with, never a secret) and removes it on a clean
+stop; :func:`find_running` reads it, so ``mneme`` and the MCP server find a stack whose embedded Valkey took a
+fresh port without hand-set variables.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ from typing import Any
 import httpx
 
 from memory.crypto import load_master_key
-from memory.errors import ConfigurationError
+from memory.errors import ConfigurationError, MnemeError
 from memory.settings import Settings
+from workers.local.lock import DataDirLock
 
 
 def free_port() -> int:
@@ -112,8 +115,7 @@ def find_running(data_dir: Path) -> tuple[StackState | None, str]:
         return None, f"ignoring {path}: unreadable ({exc.__class__.__name__}: {exc})"
     if not any(_alive(pid) for pid in state.pids.values()):
         pids = ", ".join(f"{name} {pid}" for name, pid in state.pids.items())
-        return None, (f"ignoring {path}: the stack that wrote it is no longer running ({pids}: all exited); "
-                      f"start it with `make run`")
+        return None, f"ignoring {path}: the stack that wrote it is no longer running ({pids}: all exited)"
     return state, ""
 
 
@@ -151,27 +153,41 @@ class Stack:
         self.data_dir = self.data_dir.resolve()
         self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.data_dir.chmod(0o700)  # user data lives here: the owner's only
-        # each run's logs apart (logs/<UTC time to the microsecond>/), the newest also as logs/latest
-        runs = self.data_dir / "logs"
-        runs.mkdir(mode=0o700, exist_ok=True)
-        self.logs = runs / datetime.now(UTC).strftime("%Y%m%d-%H%M%S-%f")
-        self.logs.mkdir(mode=0o700)
-        latest = runs / "latest"
-        latest.unlink(missing_ok=True)
-        latest.symlink_to(self.logs.name)
+        # each run's logs apart (logs/<UTC time to the microsecond>/), made with the run's first process
+        self.logs = self.data_dir / "logs" / datetime.now(UTC).strftime("%Y%m%d-%H%M%S-%f")
         self.env = {**os.environ, "MNEME_DATA_DIR": str(self.data_dir), "PYTHONUNBUFFERED": "1",
                     "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
                     "PROMETHEUS_MULTIPROC_DIR": str(self.data_dir / "metrics"), **self.env}
+        self.env.setdefault("FLOWER_BASIC_AUTH", f"mneme:{secrets.token_urlsafe(9)}")
+        self.redis_port = 0
+        self.embedded_redis = not self.env.get("MNEME_REDIS_URL")
+        self.state_written = False
+        self.lock: DataDirLock | None = None
+        self.run_opened = False  # its logs dir made, its metrics dir emptied
+
+    def take_data_dir(self) -> None:
+        """Hold the data dir for this stack's life (``workers.local.lock``), or :class:`~memory.errors.Conflict`
+        naming the stack running there, before this one touches any of its files."""
+        if self.lock is None:
+            self.lock = DataDirLock.take(self.data_dir, self.api_url)
+
+    def open_run(self) -> None:
+        """This run's logs dir (the newest also as logs/latest) and an empty metrics dir, once, before its first
+        process starts."""
+        if self.run_opened:
+            return
+        self.logs.parent.mkdir(mode=0o700, exist_ok=True)
+        self.logs.mkdir(mode=0o700, exist_ok=True)
+        latest = self.logs.parent / "latest"
+        latest.unlink(missing_ok=True)
+        latest.symlink_to(self.logs.name)
         # prometheus_client multiprocess mode (memory.telemetry): every process writes its metrics there and
         # the API's /metrics sums them; a previous run's files are stale totals, so each stack starts empty
         metrics_dir = Path(self.env["PROMETHEUS_MULTIPROC_DIR"])
         metrics_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         for stale in metrics_dir.glob("*.db"):
             stale.unlink()
-        self.env.setdefault("FLOWER_BASIC_AUTH", f"mneme:{secrets.token_urlsafe(9)}")
-        self.redis_port = 0
-        self.embedded_redis = not self.env.get("MNEME_REDIS_URL")
-        self.state_written = False
+        self.run_opened = True
 
     @property
     def settings(self) -> Settings:
@@ -222,6 +238,7 @@ class Stack:
 
     def start(self, wait_embedder: bool = True) -> Stack:
         load_master_key(self.settings)  # no master key (auth on, none given) refuses before any process starts
+        self.take_data_dir()  # another stack on this data dir refuses this one before it touches anything
         self.start_redis()
         for name in self.commands():
             self.start_one(name)
@@ -274,6 +291,7 @@ class Stack:
         return bool(set(written.items()) & {(name, proc.pid) for name, proc in self.procs.items()})
 
     def _spawn(self, name: str, cmd: list[str]) -> None:
+        self.open_run()
         env = {**self.env, **{"worker-embed": {"MNEME_PRELOAD_EMBEDDER": "1"},
                               "worker-pipeline": {"MNEME_EMBEDDED_BEAT": "1" if self.beat else "0"}}.get(name, {})}
         fd = os.open(self.logs / f"{name}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -363,6 +381,9 @@ class Stack:
         if owned:
             state_path(self.data_dir).unlink(missing_ok=True)
         self.state_written = False
+        if self.lock is not None:  # every process stopped: the data dir is free for another stack
+            self.lock.release()
+            self.lock = None
 
 
 def taken(port: int) -> bool:
@@ -379,6 +400,10 @@ def taken(port: int) -> bool:
 
 def main() -> None:
     settings = Settings()
+    try:  # a stack on this data dir first: its ports are taken too, and another port would not help
+        DataDirLock.check(settings.data_dir.resolve())
+    except MnemeError as exc:
+        sys.exit(exc.message)
     for variable, port in (("MNEME_API_PORT", settings.api_port), ("MNEME_FLOWER_PORT", settings.flower_port)):
         if taken(port):
             sys.exit(f"port {port} is taken (another Mneme, or another program): pick a free one, e.g. "
@@ -388,6 +413,10 @@ def main() -> None:
     except ConfigurationError as exc:
         sys.exit(str(exc))
     stack = Stack(settings.data_dir, api_port=settings.api_port, flower_port=settings.flower_port)
+    try:
+        stack.take_data_dir()  # another stack may have started there since the check
+    except MnemeError as exc:
+        sys.exit(exc.message)
     stopping = False
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -414,7 +443,7 @@ Try (long-term memory is off until the user opts in):
   curl -s -X PUT {stack.api_url}/v1/users/u1/consent -H 'content-type: application/json' -d '{{"long_term": true}}'
   curl -s -X POST {stack.api_url}/v1/messages -H 'content-type: application/json' \\
     -d '{{"user_id":"u1","session_id":"s1","message_id":"m1","role":"user",
-         "content":"我今年17岁，上高二","client_ts":{int(time.time())}}}'
+         "content":"我今年17岁，上高二","client_ts":'"$(date +%s)"'}}'
   curl -s -X POST {stack.api_url}/v1/recall -H 'content-type: application/json' \\
     -d '{{"user_id":"u1","query":"我几岁？"}}'
 

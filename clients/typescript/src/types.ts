@@ -181,12 +181,14 @@ export interface FactHit {
 export type FactSource = "rule" | "llm" | "human" | "counter_evidence";
 
 export interface FeedbackIn {
+  /** 1-128 characters: letters, digits and _ . : @ -, starting with a letter or digit */
   user_id: string;
   useful: boolean;
   event_id?: string | null;
   rel_id?: string | null;
   /** The query that recalled it (for training). */
   query?: string | null;
+  /** 1-128 characters: letters, digits and _ . : @ -, starting with a letter or digit */
   operator_id?: string;
 }
 
@@ -349,6 +351,8 @@ export interface Profile {
   user_id: string;
   beliefs: Array<Belief>;
   open_reviews: Array<Review>;
+  /** false: nothing is stored for this user id in this tenant — never was (a new user, or a mistyped id), or all of it was erased; beliefs and open_reviews are then empty. */
+  known?: boolean;
 }
 
 export interface Purposes {

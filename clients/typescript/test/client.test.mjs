@@ -45,7 +45,10 @@ test("corrects, lists, withdraws a purpose and erases, each answer typed as the 
   assert.equal(belief.source, "human");
   assert.equal((await mneme.history(user, belief.rel_id)).steps.at(-1).action, "merge:human");
   assert.match((await mneme.pageLink(user)).url, /\/memory#token=mp1\./);
-  assert.ok((await mneme.profile(user)).beliefs.some((b) => b.relation === "age" && b.object === "17"));
+  const profile = await mneme.profile(user);
+  assert.ok(profile.known && profile.beliefs.some((b) => b.relation === "age" && b.object === "17"));
+  const nobody = await mneme.profile(`ts-new-${randomUUID().slice(0, 8)}`); // never seen: says so, still a 200
+  assert.deepEqual([nobody.known, nobody.beliefs, nobody.open_reviews], [false, [], []]);
   assert.ok((await mneme.vocabulary()).relations.some((r) => r.name === "risk_preference"));
   assert.ok((await mneme.purposes()).includes("support"));
   const change = await mneme.consent(user, true, ["tutoring", "support"]);
@@ -53,6 +56,7 @@ test("corrects, lists, withdraws a purpose and erases, each answer typed as the 
   assert.deepEqual((await mneme.withdraw(user, "support")).purposes, ["support"]);
   const receipt = await mneme.erase(user);
   assert.equal(receipt.complete, true);
+  assert.equal((await mneme.profile(user)).known, false);
   assert.equal((await mneme.health()).status.length > 0, true);
 });
 

@@ -238,8 +238,11 @@ def memory_tools(client: MnemeClient, user_id: str, session_id: str, purpose: st
     @tool
     def profile() -> str:
         """Everything believed about the user, most confident first."""
-        beliefs = client.profile(user_id, purpose=purpose).beliefs
-        return "\n".join(f"- {b.relation}: {b.object} ({b.confidence:.2f}, {b.source})" for b in beliefs) or "nothing"
+        held = client.profile(user_id, purpose=purpose)
+        if not held.known:
+            return "nothing is known about this user: nothing is stored for them (a new user, or one erased)"
+        return "\n".join(f"- {b.relation}: {b.object} ({b.confidence:.2f}, {b.source})" for b in held.beliefs) or (
+            "no beliefs about this user yet")
 
     @tool
     def correct(relation: str, value: str) -> str:

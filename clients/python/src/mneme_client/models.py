@@ -318,6 +318,9 @@ class Profile(Wire):
     user_id: str
     beliefs: list[Belief]
     open_reviews: list[Review]
+    known: bool = Field(True, description="false: nothing is stored for this user id in this tenant — never was "
+                                          "(a new user, or a mistyped id), or all of it was erased; beliefs and "
+                                          "open_reviews are then empty.")
 
 
 # privacy

@@ -20,6 +20,7 @@ const TEXT = {
     beliefs: "它对你的认识", events: "记住的事", sessions: "对话", reviews: "待确认的矛盾", reads: "谁看过你的记忆",
     privacy: "同意与删除", confidence: "可信度", source: "来源", why: "为什么", said: "你说过的话", chart: "可信度变化",
     edit: "修改", delete: "删除", save: "保存", cancel: "取消", details: "查看依据", hide: "收起", none: "还没有。",
+    unknown: "助手还不认识你：这里没有保存任何关于你的内容。",
     more: "更多", keep: "这个对", longTerm: "允许长期记忆", purposes: "允许的用途", child: "儿童模式（13岁以下）",
     erase: "删除我的全部记忆", eraseConfirm: "确认永久删除（无法恢复）", export: "下载我的数据",
     messages: "条消息", saved: "已保存", expired: "这个链接无效或已过期，请回到应用重新打开。", noLink: "请从应用里打开这个页面。",
@@ -57,6 +58,7 @@ const TEXT = {
     reviews: "Contradictions to settle", reads: "Who saw your memory", privacy: "Consent and deletion",
     confidence: "Confidence", source: "Source", why: "Why", said: "What you said", chart: "Confidence over time",
     edit: "Edit", delete: "Delete", save: "Save", cancel: "Cancel", details: "Why?", hide: "Hide", none: "Nothing yet.",
+    unknown: "The assistant does not know you yet: nothing about you is stored here.",
     more: "More", keep: "This one is right", longTerm: "Allow long-term memory", purposes: "Allowed purposes",
     child: "Child mode (under 13)", erase: "Delete all my memory", eraseConfirm: "Yes, delete it for good",
     export: "Download my data", messages: "messages", saved: "Saved",
@@ -213,6 +215,8 @@ function BeliefCard({ belief, t, lang, reload }) {
 }
 
 function Beliefs({ profile, t, lang, reload }) {
+  // known: false — nothing at all is stored for this person (never was, or erased), not merely no belief yet
+  if (profile.known === false) return html`<p class="empty" data-unknown>${t.unknown}</p>`;
   if (!profile.beliefs.length) return html`<p class="empty">${t.none}</p>`;
   return profile.beliefs.map((b) => html`<${BeliefCard} key=${b.rel_id + b.object} belief=${b} t=${t} lang=${lang} reload=${reload} />`);
 }
