@@ -71,7 +71,7 @@ async def tenant_of(request: Request, mneme: Memory,
     """The caller's tenant: from the API key, or from a memory-page link (which holds to its user's page), or
     the development tenant when auth is off. Two different keys in one request are refused: which one is meant?"""
     sent = {s for s in (bearer.credentials.strip() if bearer else None, header_key and header_key.strip()) if s}
-    if len(sent) > 1:
+    if len(sent) > 1 and (mneme.settings.auth_required or any(page_links.is_page_token(s) for s in sent)):
         raise InvalidInput("two different API keys in one request: send one, as 'Authorization: Bearer <key>' "
                            "or as 'X-API-Key: <key>'")
     secret = next(iter(sent), None)

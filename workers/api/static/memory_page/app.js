@@ -274,7 +274,7 @@ function Reads({ t, lang }) {
     ${page.next_before && html`<button class="small" onClick=${() => load(page.next_before)}>${t.more}</button>`}`;
 }
 
-function Privacy({ t, reload }) {
+function Privacy({ t, reload, erased }) {
   const [policy, setPolicy] = useState(null);
   const [purposes, setPurposes] = useState([]);
   const [confirming, setConfirming] = useState(false);
@@ -292,7 +292,8 @@ function Privacy({ t, reload }) {
   const toggle = (purpose) => consent(true, policy.purposes.includes(purpose)
     ? policy.purposes.filter((p) => p !== purpose) : [...policy.purposes, purpose]);
   const child = async (on) => { setPolicy(await api("PUT", me("/child"), { child: on, operator_id: "user" })); reload(); };
-  const erase = async () => { setReceipt(await api("DELETE", me("?operator_id=user"))); setConfirming(false); reload(); };
+  // the erasure revokes this page's link: nothing is read again, the page shows what is left — nothing
+  const erase = async () => { setReceipt(await api("DELETE", me("?operator_id=user"))); setConfirming(false); erased(); };
   const download = async () => {
     const blob = new Blob([JSON.stringify(await api("GET", me("/export")), null, 2)], { type: "application/json" });
     Object.assign(document.createElement("a"), { href: URL.createObjectURL(blob), download: "my-memory.json" }).click();
@@ -325,6 +326,7 @@ function App() {
   const reload = async () => {
     try { setProfile(await api("GET", me("/profile"))); } catch (e) { setError(e.status === 401 ? t.expired : e.message); }
   };
+  const erased = () => setProfile((p) => ({ ...p, beliefs: [], open_reviews: [], known: false }));
   useEffect(() => { document.documentElement.lang = lang; document.title = `${t.title} · Mneme`; }, [lang]);
   useEffect(() => { if (token && userId) reload(); }, []);
   if (!token || !userId) return html`<main><p class="error">${t.noLink}</p></main>`;
@@ -343,7 +345,7 @@ function App() {
         ${tab === "sessions" && html`<${Sessions} t=${t} lang=${lang} />`}
         ${tab === "reviews" && html`<${Reviews} profile=${profile} t=${t} reload=${reload} />`}
         ${tab === "reads" && html`<${Reads} t=${t} lang=${lang} />`}
-        ${tab === "privacy" && html`<${Privacy} t=${t} reload=${reload} />`}
+        ${tab === "privacy" && html`<${Privacy} t=${t} reload=${reload} erased=${erased} />`}
       </section>`}
     </main>`;
 }
