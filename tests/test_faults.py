@@ -794,14 +794,30 @@ def finish_with_redrive(rt: Mneme, celery, jobs: list[str], timeout: float) -> f
     return time.monotonic() - started
 
 
-@pytest.mark.parametrize("under_load", [True, False], ids=["under-load", "idle"])
-def test_redis_killed_the_pipeline_finishes_every_job_without_a_worker_restart(fstack, rt, celery, uid, under_load):
-    stack, users = fstack, [f"rk{uid}-{k}" for k in range(4)]
+@contextmanager
+def fed(stack: Stack, users: list[str]) -> Iterator[Feeder]:
+    """The workers as deployed (``production_visibility``) and messages posted every 10 ms, 40 of them accepted
+    before the block runs; no worker may be restarted meanwhile."""
     with production_visibility(stack):
         workers = {name: stack.procs[name].pid for name in WORKERS}
         feeder = Feeder(stack.api_url, users, interval=0.01)
         feeder.start()
         wait_until(lambda: len(feeder.sent) >= 40, 60, "messages accepted")
+        yield feeder
+        assert {name: stack.procs[name].pid for name in WORKERS} == workers  # no worker was restarted
+
+
+def done_once(rt: Mneme, stack: Stack, celery, sent: list[tuple[str, str]]) -> tuple[float, dict[str, int]]:
+    """Seconds until every job is done (the redrive sent as beat would), and the exactly-once totals."""
+    took = finish_with_redrive(rt, celery, [j for _, j in sent], timeout=60)
+    drain(rt)
+    return took, assert_exactly_once(rt, stack, sent)
+
+
+@pytest.mark.parametrize("under_load", [True, False], ids=["under-load", "idle"])
+def test_redis_killed_the_pipeline_finishes_every_job_without_a_worker_restart(fstack, rt, celery, uid, under_load):
+    stack, users = fstack, [f"rk{uid}-{k}" for k in range(4)]
+    with fed(stack, users) as feeder:
         if not under_load:
             feeder.stop()
             wait_done(rt, [j for _, j in feeder.sent], timeout=60)
@@ -812,10 +828,7 @@ def test_redis_killed_the_pipeline_finishes_every_job_without_a_worker_restart(f
         if under_load:
             time.sleep(3)  # load goes on after the restart
         sent = feeder.stop() + [(users[0], post(stack, users[0], 10_000))]  # and one message after it all
-        took = finish_with_redrive(rt, celery, [j for _, j in sent], timeout=60)
-        assert {name: stack.procs[name].pid for name in WORKERS} == workers  # no worker was restarted
-        drain(rt)
-        totals = assert_exactly_once(rt, stack, sent)
+        took, totals = done_once(rt, stack, celery, sent)
     print(f"\nredis SIGKILL {'under load' if under_load else 'idle'}: every job done {took:.1f}s after; {totals}")
 
 
@@ -823,11 +836,7 @@ def test_redis_frozen_requests_fail_fast_and_the_pipeline_finishes_once_it_thaws
     """SIGSTOP for 15 s (a Redis that hangs, not one that is gone): requests answer 503 with Retry-After within
     ~2 s instead of hanging, and once Redis thaws every accepted job is done without restarting a worker."""
     stack, users = fstack, [f"rf{uid}-{k}" for k in range(4)]
-    with production_visibility(stack):
-        workers = {name: stack.procs[name].pid for name in WORKERS}
-        feeder = Feeder(stack.api_url, users, interval=0.01)
-        feeder.start()
-        wait_until(lambda: len(feeder.sent) >= 40, 60, "messages accepted")
+    with fed(stack, users) as feeder:
         redis = stack.procs["redis"].pid
         os.kill(redis, signal.SIGSTOP)
         try:
@@ -846,10 +855,7 @@ def test_redis_frozen_requests_fail_fast_and_the_pipeline_finishes_once_it_thaws
         # a 503 answered while Redis was frozen may still have been accepted once it thawed (the client would send
         # it again, the same message id): such a message is kept and done like any other
         sent += [(u, j) for u, j in feeder.refused if job_states(rt, [j])[j] is not None]
-        took = finish_with_redrive(rt, celery, [j for _, j in sent], timeout=60)
-        assert {name: stack.procs[name].pid for name in WORKERS} == workers  # no worker was restarted
-        drain(rt)
-        totals = assert_exactly_once(rt, stack, sent)
+        took, totals = done_once(rt, stack, celery, sent)
     print(f"\nredis SIGSTOP 15 s: a request answered 503 in {answered_s:.1f}s; every job done {took:.1f}s after "
           f"the thaw; {totals}")
 
