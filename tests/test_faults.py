@@ -825,8 +825,9 @@ def test_redis_killed_the_pipeline_finishes_every_job_without_a_worker_restart(f
         stack.procs["redis"].wait(10)
         assert stack.revive() == ["redis"]  # the stack's supervisor starts it again (``make run`` does each second)
         wait_until(lambda: _redis_answers(rt), 30, "redis loaded its AOF")
-        if under_load:
-            time.sleep(3)  # load goes on after the restart
+        if under_load:  # load goes on after the restart: 20 more messages accepted
+            more = len(feeder.sent) + 20
+            wait_until(lambda: len(feeder.sent) >= more, 60, "messages accepted after the restart")
         sent = feeder.stop() + [(users[0], post(stack, users[0], 10_000))]  # and one message after it all
         took, totals = done_once(rt, stack, celery, sent)
     print(f"\nredis SIGKILL {'under load' if under_load else 'idle'}: every job done {took:.1f}s after; {totals}")
@@ -850,7 +851,8 @@ def test_redis_frozen_requests_fail_fast_and_the_pipeline_finishes_once_it_thaws
             os.kill(redis, signal.SIGCONT)
         assert frozen.status_code == 503 and frozen.headers.get("Retry-After"), frozen.text
         assert answered_s < 3, f"a request waited {answered_s:.1f}s on a frozen Redis"
-        time.sleep(2)  # load goes on after the thaw
+        more = len(feeder.sent) + 20  # load goes on after the thaw: 20 more messages accepted
+        wait_until(lambda: len(feeder.sent) >= more, 60, "messages accepted after the thaw")
         sent = feeder.stop() + [(users[0], post(stack, users[0], 10_000))]
         # a 503 answered while Redis was frozen may still have been accepted once it thawed (the client would send
         # it again, the same message id): such a message is kept and done like any other
