@@ -153,5 +153,5 @@ def test_the_pages_own_reads_are_counted_apart_from_the_agents(stack, uid):
                         headers={"X-Mneme-Agent": "tutor-bot"})
     assert recall.status_code == 200, recall.text
     with MnemeClient(stack.api_url) as mneme:  # a read is listed once a worker has written its audit record
-        wait_until(lambda: any(r.agent == "tutor-bot" for r in mneme.reads(user).reads), 30, "the agent's read listed")
+        wait_until(lambda: any(r.agent == "tutor-bot" for r in mneme.reads(user).reads), 60, "the agent's read listed")
     in_browser(stack, user, "reads.test.mjs")
